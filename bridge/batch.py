@@ -1,0 +1,285 @@
+"""Batch formats: what user functions see, and how their results become blocks.
+
+Formats:
+  * ``"numpy"`` (default): ``dict[str, np.ndarray]``.  Numeric columns without
+    nulls are zero-copy views of the block.  Tensor columns are ``(rows, *shape)``
+    arrays.  Columns with nulls become object arrays holding ``None`` so that no
+    null turns into a number (ints never become floats).
+  * ``"pandas"``: a ``pandas.DataFrame`` (pandas imported only then).
+  * ``"pyarrow"``: the ``pyarrow.Table`` itself.
+
+Going back (:func:`to_block`), a dict of arrays, a DataFrame, a Table or a
+RecordBatch is accepted.  Rules, written here because users depend on them:
+  * a 1-d array of a NumPy dtype -> the matching Arrow type;
+  * an n-d array (n >= 2) -> ``arrow.fixed_shape_tensor`` with shape ``arr.shape[1:]``;
+  * an object array of equal-shape ndarrays of rank >= 2 -> fixed-shape tensor;
+    of unequal shapes -> ``raybridge.variable_shape_tensor``; of 1-d arrays -> a list column;
+  * when the input block had a column of the same name whose type NumPy
+    cannot hold (a timestamp with a time zone, a dictionary, a decimal, a
+    large string), the value is cast back to that type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge import tensor
+from bridge.block import Block, normalize_types
+
+if TYPE_CHECKING:
+    import pandas
+
+BATCH_FORMATS = ("numpy", "pandas", "pyarrow")
+_ALIASES = {"np": "numpy", "default": "numpy", "pd": "pandas", "arrow": "pyarrow", "pa": "pyarrow"}
+
+
+def normalize_format(batch_format: str | None) -> str:
+    fmt = _ALIASES.get(batch_format or "numpy", batch_format or "numpy")
+    if fmt not in BATCH_FORMATS:
+        from bridge.errors import BridgeError
+
+        msg = f"unknown batch_format {batch_format!r}"
+        raise BridgeError(msg, f"use one of {', '.join(BATCH_FORMATS)}")
+    return fmt
+
+
+# ---------------------------------------------------------------- block -> batch
+
+
+def _numeric_view(arr: pa.Array) -> np.ndarray | None:
+    """A zero-copy, read-only view of a numeric array without nulls (no pandas import)."""
+    t = arr.type
+    if arr.null_count or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        return None
+    kind = "f" if pa.types.is_floating(t) else ("u" if pa.types.is_unsigned_integer(t) else "i")
+    dtype = np.dtype(f"{kind}{t.bit_width // 8}")
+    buf = arr.buffers()[1]
+    if buf is None:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(buf, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
+
+
+def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
+    if tensor.is_tensor(col.type):
+        return tensor.tensor_to_numpy(col)
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            col = col.chunk(0)
+        elif col.num_chunks == 0:
+            col = pa.array([], type=col.type)
+    if isinstance(col, pa.Array):
+        view = _numeric_view(col)
+        if view is not None:
+            return view
+    elif not col.null_count and (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        return np.concatenate([_numeric_view(c) for c in col.chunks])
+    t = col.type
+    if col.null_count and not pa.types.is_string(t) and not pa.types.is_large_string(t):
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+            values = col.fill_null(False if pa.types.is_boolean(t) else 0).to_numpy(zero_copy_only=False)
+            out = values.astype(object)
+            out[col.is_null().to_numpy(zero_copy_only=False)] = None
+            return out
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type) if not isinstance(col, pa.ChunkedArray) else pc.cast(col, t.value_type)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def to_numpy_batch(block: Block) -> dict[str, np.ndarray]:
+    return {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
+
+
+def to_pandas_batch(block: Block) -> pandas.DataFrame:
+    if any(tensor.is_tensor(f.type) for f in block.schema):
+        import pandas as pd
+
+        return pd.DataFrame({name: list(column_to_numpy(block.column(name))) if tensor.is_tensor(
+            block.schema.field(name).type) else block.column(name).to_pandas() for name in block.column_names})
+    return block.to_pandas(split_blocks=True, self_destruct=False)
+
+
+def to_batch(block: Block, batch_format: str) -> Any:
+    """A block in the requested format (``numpy``, ``pandas`` or ``pyarrow``)."""
+    if batch_format == "pyarrow":
+        return block
+    if batch_format == "pandas":
+        return to_pandas_batch(block)
+    return to_numpy_batch(block)
+
+
+# ---------------------------------------------------------------- batch -> block
+
+
+class BatchTypeError(TypeError):
+    """A user function returned something that is not a batch (wrapped by the caller)."""
+
+
+def _ndarray_column(arr: np.ndarray) -> pa.Array:
+    if arr.ndim >= 2:
+        return tensor.fixed_tensor_array(arr)
+    if arr.dtype == object:
+        return _object_column(arr)
+    if arr.dtype.kind in "US":
+        return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
+    return pa.array(arr)
+
+
+def _object_column(values: Any) -> pa.Array:
+    items = list(values)
+    first = next((v for v in items if v is not None), None)
+    if isinstance(first, np.ndarray):
+        arrays = [v for v in items if v is not None]
+        if all(a.ndim == 1 for a in arrays) and first.ndim == 1:
+            return pa.array([None if v is None else v for v in items])
+        if len(arrays) == len(items) and all(a.shape == first.shape for a in arrays):
+            return tensor.fixed_tensor_array(np.stack(arrays))
+        return tensor.variable_tensor_array(items)
+    return pa.array(items)
+
+
+def _to_arrow_column(name: str, value: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return value
+    if isinstance(value, np.ndarray):
+        return _ndarray_column(value)
+    if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
+        # torch / tf tensors and pandas Series land here.
+        if type(value).__module__.startswith("pandas"):
+            return pa.Array.from_pandas(value)
+        if hasattr(value, "detach"):
+            value = value.detach().cpu()
+        return _ndarray_column(np.asarray(value))
+    if isinstance(value, (list, tuple)):
+        return _object_column(value)
+    msg = f"column {name!r} has a value of type {type(value).__name__}, not an array"
+    raise BatchTypeError(msg)
+
+
+def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """Cast back to the input's type where NumPy could not carry it."""
+    t = col.type
+    if t == like:
+        return col
+    restorable = (
+        (pa.types.is_timestamp(like) and pa.types.is_timestamp(t) and like.tz and not t.tz)
+        or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t) and like.value_type in (t, pa.string()))
+        or (pa.types.is_decimal(like) and (pa.types.is_decimal(t) or pa.types.is_null(t)))
+        or (pa.types.is_large_string(like) and pa.types.is_string(t))
+        or (pa.types.is_large_binary(like) and pa.types.is_binary(t))
+        or (pa.types.is_date(like) and (pa.types.is_timestamp(t) or pa.types.is_date(t)))
+        or (pa.types.is_time(like) and pa.types.is_time(t))
+        or (pa.types.is_null(t))
+        or (pa.types.is_list(like) and pa.types.is_list(t))
+        or (pa.types.is_large_list(like) and (pa.types.is_list(t) or pa.types.is_large_list(t)))
+    )
+    if not restorable:
+        return col
+    try:
+        if pa.types.is_timestamp(like) and pa.types.is_timestamp(t):
+            # NumPy held UTC instants without the zone: reattach the zone.
+            return pc.cast(col, pa.timestamp(t.unit, like.tz)).cast(like)
+        if pa.types.is_dictionary(like):
+            return pc.cast(col, like.value_type).dictionary_encode().cast(like)
+        return pc.cast(col, like, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return col
+
+
+def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
+    """A user function's result -> a block.  Raises :class:`BatchTypeError` on anything else."""
+    if isinstance(batch, pa.Table):
+        return normalize_types(batch)
+    if isinstance(batch, pa.RecordBatch):
+        return normalize_types(pa.Table.from_batches([batch]))
+    if isinstance(batch, Mapping):
+        names = list(batch.keys())
+        columns = [_to_arrow_column(str(k), v) for k, v in batch.items()]
+        lengths = {str(k): len(c) for k, c in zip(names, columns)}
+        if len(set(lengths.values())) > 1:
+            msg = f"the columns of the returned batch have different lengths: {lengths}"
+            raise BatchTypeError(msg)
+        if like is not None:
+            columns = [
+                _restore_type(c, like.field(str(k)).type) if str(k) in like.names else c
+                for k, c in zip(names, columns)
+            ]
+        return pa.Table.from_arrays(columns, names=[str(k) for k in names])
+    mod = type(batch).__module__
+    if mod.startswith("pandas") and hasattr(batch, "columns"):
+        return _pandas_to_block(batch)
+    if hasattr(batch, "__arrow_c_stream__"):
+        return normalize_types(pa.table(batch))
+    msg = (
+        f"a batch must be a dict of column name -> array, a pandas.DataFrame or a pyarrow.Table; "
+        f"got {type(batch).__name__}"
+    )
+    raise BatchTypeError(msg)
+
+
+def _pandas_to_block(df: pandas.DataFrame) -> Block:
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Object columns holding ndarrays: convert column by column.
+        return pa.Table.from_arrays(
+            [_object_column(df[c].to_numpy()) if df[c].dtype == object else pa.Array.from_pandas(df[c])
+             for c in df.columns],
+            names=[str(c) for c in df.columns],
+        )
+
+
+def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) -> Block:
+    """A list of row dicts -> a block (columns in first-seen order, missing keys null)."""
+    if not rows:
+        return like.empty_table() if like is not None else pa.table({})
+    names: dict[str, None] = {}
+    for r in rows:
+        if not isinstance(r, Mapping):
+            msg = f"a row must be a dict of column name -> value; got {type(r).__name__}"
+            raise BatchTypeError(msg)
+        for k in r:
+            names.setdefault(k, None)
+    data = {k: [r.get(k) for r in rows] for k in names}
+    columns = {}
+    for k, values in data.items():
+        first = next((v for v in values if v is not None), None)
+        if isinstance(first, np.ndarray) or (isinstance(first, np.generic)):
+            if isinstance(first, np.generic):
+                columns[k] = pa.array(values)
+            else:
+                columns[k] = _object_column(values)
+        else:
+            columns[k] = _from_pylist(values, like.field(k).type if like is not None and k in like.names else None)
+    return to_block(columns, like)
+
+
+def _from_pylist(values: list[Any], like: pa.DataType | None) -> pa.Array:
+    if like is not None and not tensor.is_tensor(like):
+        try:
+            return pa.array(values, type=like)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            pass
+    return pa.array(values)
+
+
+def block_to_rows(block: Block) -> list[dict[str, Any]]:
+    """A block -> row dicts of Python values; tensor columns give ndarrays per row."""
+    tensor_cols = [f.name for f in block.schema if tensor.is_tensor(f.type)]
+    if not tensor_cols:
+        return block.to_pylist()
+    plain = block.drop_columns(tensor_cols).to_pylist() if block.num_columns > len(tensor_cols) else [
+        {} for _ in range(block.num_rows)]
+    arrays = {c: column_to_numpy(block.column(c)) for c in tensor_cols}
+    order = block.column_names
+    out = []
+    for i, row in enumerate(plain):
+        for c in tensor_cols:
+            row[c] = arrays[c][i]
+        out.append({k: row[k] for k in order})
+    return out

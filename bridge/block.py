@@ -1,0 +1,174 @@
+"""Blocks: the unit of storage and of work.
+
+A block is a ``pyarrow.Table``.  Pandas is a batch format, never a storage
+format.  This module holds what every operator needs to do with blocks:
+measure them, cut them into slices that are cheap to ship, join them and
+describe them with :class:`BlockMetadata`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+Block = pa.Table
+
+
+@dataclasses.dataclass
+class ExecStats:
+    """What producing one block cost, measured inside the task."""
+
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    start_ts: float = 0.0
+    end_ts: float = 0.0
+    node_id: str | None = None
+    worker_pid: int | None = None
+
+
+@dataclasses.dataclass
+class BlockMetadata:
+    """Facts about a block, known without fetching it."""
+
+    num_rows: int
+    size_bytes: int
+    schema: pa.Schema | None = None
+    input_files: list[str] | None = None
+    exec_stats: ExecStats | None = None
+
+    @classmethod
+    def of(cls, block: Block, **kwargs: Any) -> BlockMetadata:
+        return cls(num_rows=block.num_rows, size_bytes=block_size(block), schema=block.schema, **kwargs)
+
+
+def block_size(block: Block) -> int:
+    """Bytes the block's referenced data occupies (slice-aware)."""
+    return int(block.nbytes)
+
+
+def compact(block: Block) -> Block:
+    """Copy a sliced block into buffers of its own, so that shipping it ships only its rows.
+
+    Pickling a slice of an Arrow array serialises the whole parent buffer;
+    without this, splitting a 1 GB block into eight slices would put 8 GB in
+    the object store.  Blocks that already own their buffers are returned as is.
+    """
+    if block.num_columns == 0:
+        return block
+    referenced = block.nbytes
+    total = block.get_total_buffer_size()
+    if total <= referenced * 1.25 + 4096:
+        return block
+    columns = [pa.concat_arrays(col.chunks) if col.num_chunks else col for col in block.columns]
+    return pa.Table.from_arrays(columns, schema=block.schema)
+
+
+_VIEW_TYPES = {
+    "string_view": pa.large_string(),
+    "binary_view": pa.large_binary(),
+}
+
+
+def normalize_types(block: Block) -> Block:
+    """Replace Arrow view types (from polars, DuckDB) with their plain equivalents.
+
+    ``string_view``/``binary_view`` are not understood by pandas conversion,
+    NumPy or Ray's zero-copy serializer; ``large_string``/``large_binary``
+    hold the same values.  Other tables are returned untouched.
+    """
+    fields = []
+    changed = False
+    for f in block.schema:
+        new_t = _normalized(f.type)
+        changed = changed or new_t != f.type
+        fields.append(f.with_type(new_t))
+    if not changed:
+        return block
+    return block.cast(pa.schema(fields, metadata=block.schema.metadata))
+
+
+def _normalized(t: pa.DataType) -> pa.DataType:
+    name = str(t)
+    if name in _VIEW_TYPES:
+        return _VIEW_TYPES[name]
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.large_list(_normalized(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_normalized(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_normalized(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_normalized(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def concat_blocks(blocks: Iterable[Block]) -> Block:
+    """Concatenate blocks, unifying schemas (null -> typed, int widening) where Arrow can."""
+    blocks = [b for b in blocks]
+    if not blocks:
+        return pa.table({})
+    if len(blocks) == 1:
+        return blocks[0]
+    nonempty = [b for b in blocks if b.num_columns > 0] or blocks[:1]
+    first = nonempty[0].schema
+    if all(b.schema.equals(first, check_metadata=False) for b in nonempty[1:]):
+        return pa.concat_tables(nonempty)
+    from bridge.errors import SchemaMismatchError
+
+    try:
+        return pa.concat_tables(nonempty, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        names = [set(b.column_names) for b in nonempty]
+        msg = f"cannot concatenate blocks with different schemas: {first} vs {nonempty[-1].schema} ({err})"
+        hint = "cast the columns to one type in a map_batches step before combining"
+        if any(n != names[0] for n in names):
+            hint = "select the same columns in every input (select_columns) before combining"
+        raise SchemaMismatchError(msg, hint) from err
+
+
+def slice_rows(block: Block, max_rows: int) -> Iterator[Block]:
+    """Yield consecutive slices of at most ``max_rows`` rows (zero-copy)."""
+    n = block.num_rows
+    if n <= max_rows:
+        yield block
+        return
+    for start in range(0, n, max_rows):
+        yield block.slice(start, max_rows)
+
+
+def split_by_size(block: Block, max_bytes: int) -> list[Block]:
+    """Cut a block into compacted pieces of roughly ``max_bytes`` or less."""
+    size = block_size(block)
+    if size <= max_bytes or block.num_rows <= 1:
+        return [block]
+    pieces = -(-size // max_bytes)
+    rows = -(-block.num_rows // pieces)
+    return [compact(s) for s in slice_rows(block, rows)]
+
+
+class Timer:
+    """Wall and CPU time of a piece of work, as an :class:`ExecStats`."""
+
+    def __enter__(self) -> Timer:
+        self.start = time.time()
+        self.cpu = time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end = time.time()
+        self.cpu = time.process_time() - self.cpu
+
+    def stats(self) -> ExecStats:
+        import os
+
+        return ExecStats(
+            wall_s=self.end - self.start,
+            cpu_s=self.cpu,
+            start_ts=self.start,
+            end_ts=self.end,
+            worker_pid=os.getpid(),
+        )

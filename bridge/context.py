@@ -1,0 +1,91 @@
+"""DataContext: the knobs every execution reads.
+
+One context per process, reachable with ``DataContext.get_current()``.  A
+Dataset captures a copy of the context when it is executed, so a change made
+after ``iter_batches()`` started does not affect that run.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import sys
+import threading
+from typing import ClassVar
+
+MiB = 1024 * 1024
+
+
+def _default_progress() -> bool:
+    env = os.environ.get("RAYBRIDGE_PROGRESS_BARS")
+    if env is not None:
+        return env not in ("0", "false", "False", "")
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+@dataclasses.dataclass
+class DataContext:
+    """Settings for planning and running Datasets.
+
+    Example:
+        >>> import bridge
+        >>> ctx = bridge.DataContext.get_current()
+        >>> ctx.target_max_block_size = 64 * 1024 * 1024
+    """
+
+    #: Blocks larger than this are split by the task that produces them.
+    target_max_block_size: int = 128 * MiB
+    #: Sources aim for blocks at least this large when choosing a block count.
+    target_min_block_size: int = 1 * MiB
+    #: Default number of blocks a source splits into when nothing says otherwise
+    #: (``max(this, 2 * CPUs)``, capped by ``target_min_block_size``).
+    read_op_min_num_blocks: int = 32
+    #: Bytes of blocks held in flight (produced but not yet consumed, plus the
+    #: estimate of running tasks) as a fraction of the object store.
+    max_bytes_in_flight_fraction: float = 0.25
+    #: Absolute cap on bytes in flight; ``None`` derives it from the fraction.
+    max_bytes_in_flight: int | None = None
+    #: Upper bound on tasks running at once per operator (``None``: 2 x CPUs).
+    max_tasks_in_flight_per_op: int | None = None
+    #: Retries of a task whose worker died (system failures only).
+    max_task_retries: int = 3
+    #: Retries of a task whose user code raised; 0 means fail fast.
+    max_user_retries: int = 0
+    #: Keep the output order equal to the input order.
+    preserve_order: bool = True
+    #: tqdm progress bars per operator.  Default: on when stderr is a terminal.
+    enable_progress_bars: bool = dataclasses.field(default_factory=_default_progress)
+    #: Seconds a streaming_split consumer may stall before the others give up.
+    stall_timeout_s: float = 600.0
+    #: Number of batches iterators prepare ahead on a background thread.
+    prefetch_batches: int = 1
+
+    _local: ClassVar[threading.local] = threading.local()
+    _global: ClassVar[DataContext | None] = None
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def get_current(cls) -> DataContext:
+        """Return the process-wide context, creating it on first use."""
+        with cls._lock:
+            if cls._global is None:
+                cls._global = DataContext()
+            return cls._global
+
+    @classmethod
+    def _set_current(cls, ctx: DataContext) -> None:
+        with cls._lock:
+            cls._global = ctx
+
+    def copy(self) -> DataContext:
+        """A snapshot that later edits to the process context do not touch."""
+        return copy.copy(self)
+
+    def bytes_in_flight_budget(self) -> int:
+        """The byte budget for blocks in flight in one execution."""
+        if self.max_bytes_in_flight is not None:
+            return self.max_bytes_in_flight
+        from bridge._ray import object_store_capacity
+
+        return max(int(object_store_capacity() * self.max_bytes_in_flight_fraction), 16 * MiB)

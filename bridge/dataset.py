@@ -1,0 +1,510 @@
+"""Dataset: a lazy handle over a logical plan of Arrow blocks in Ray's object store.
+
+Transforms append a logical operator and return a new Dataset; nothing runs
+until the Dataset is consumed (iterated, counted, materialised, converted).
+Every consumption plans and runs again from the last ``materialize()``, so
+steps after it run once per epoch.
+
+Example:
+    >>> import bridge
+    >>> ds = bridge.range(1000).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
+    >>> ds.filter(lambda r: r["id"] % 2 == 0).count()
+    500
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import ray
+
+from bridge import batch as batch_mod
+from bridge.block import Block, concat_blocks
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+from bridge.execution.stats import DatasetStats
+from bridge.execution.transform import (
+    UserFn,
+    add_column_transform,
+    filter_transform,
+    flat_map_transform,
+    map_batches_transform,
+    map_rows_transform,
+    project_transform,
+)
+from bridge.io.write_methods import WriteMethods
+from bridge.iteration.ingest_methods import IngestMethods
+from bridge.ops.ops_methods import GlobalOpsMethods
+from bridge.plan.logical import InputData, Limit, LogicalOp, MapLike, Project, Read, Union
+
+if TYPE_CHECKING:
+    import pandas
+
+
+def _fn_label(fn: Any) -> str:
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    return "<lambda>" if name == "<lambda>" else name
+
+
+class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
+    """A distributed table of Arrow blocks with lazy transforms.  See the module docstring.
+
+    Domain methods live in mixins next to their code: training ingest in
+    ``bridge/iteration/ingest_methods.py``, global operations in
+    ``bridge/ops/ops_methods.py``, file writes in ``bridge/io/write_methods.py``;
+    framework conversions (``to_dask``, ``to_spark``, ...) go through ``adapters``.
+    """
+
+    def __init__(self, plan: LogicalOp, stats_parent: DatasetStats | None = None) -> None:
+        self._plan = plan
+        self._stats_parent = stats_parent
+        self._last_stats: DatasetStats | None = None
+
+    # ------------------------------------------------------------------ plan building
+    def _with(self, op: LogicalOp) -> Dataset:
+        return Dataset(op, self._stats_parent)
+
+    def map_batches(
+        self,
+        fn: Callable[..., Any] | type,
+        *,
+        batch_size: int | None = None,
+        batch_format: str = "numpy",
+        fn_args: tuple[Any, ...] = (),
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: tuple[Any, ...] = (),
+        fn_constructor_kwargs: dict[str, Any] | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        num_cpus: float | None = None,
+        num_gpus: float | None = None,
+        zero_copy_batch: bool = True,
+        **ray_remote_args: Any,
+    ) -> Dataset:
+        """Apply ``fn`` to batches: ``fn(batch) -> batch`` (dict of arrays, DataFrame or Table).
+
+        Args:
+            fn: A function, or a class whose instances are callable (constructed once
+                per worker; with ``concurrency`` it runs in an actor pool).
+            batch_size: Rows per call; ``None`` (default) passes whole blocks, fastest.
+            batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"`` or ``"pyarrow"``.
+            concurrency: For classes, the actor pool size ``n`` or ``(min, max)``.
+            num_cpus, num_gpus: Ray resources per task or actor.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(4).map_batches(lambda b: {"x": b["id"] * 2}).take_all()
+            [{'x': 0}, {'x': 2}, {'x': 4}, {'x': 6}]
+        """
+        label = f"MapBatches({_fn_label(fn)})"
+        if batch_size is not None and batch_size < 1:
+            from bridge.errors import BridgeError
+
+            msg = f"{label}: batch_size must be a positive number of rows or None; got {batch_size}"
+            raise BridgeError(msg, "pass batch_size=None to process whole blocks")
+        user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
+        transform = map_batches_transform(user, batch_format, batch_size, label)
+        return self._map_like(transform, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
+                              min_rows=batch_size)
+
+    def _map_like(
+        self,
+        transform: Any,
+        label: str,
+        user: UserFn | None,
+        concurrency: int | tuple[int, int] | None,
+        num_cpus: float | None,
+        num_gpus: float | None,
+        ray_remote_args: dict[str, Any],
+        *,
+        min_rows: int | None = None,
+        preserves_rows: bool = False,
+    ) -> Dataset:
+        uses_actors = bool(user is not None and user.is_class and concurrency is not None)
+        if user is not None and user.is_class and concurrency is None:
+            # A class without a pool size still gets an actor pool: state must live in an actor.
+            uses_actors = True
+        op = MapLike(
+            [self._plan], transform, label, num_cpus=num_cpus, num_gpus=num_gpus, concurrency=concurrency,
+            uses_actors=uses_actors, ray_remote_args=dict(ray_remote_args), min_rows_per_bundle=min_rows,
+            preserves_rows=preserves_rows,
+        )
+        return self._with(op)
+
+    def map(self, fn: Callable[[dict[str, Any]], dict[str, Any]] | type, *,
+            fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
+            fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
+            concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
+            num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+        """Apply ``fn(row) -> row`` to every row (a row is a dict of column -> value)."""
+        label = f"Map({_fn_label(fn)})"
+        user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
+        return self._map_like(map_rows_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
+                              ray_remote_args, preserves_rows=True)
+
+    def flat_map(self, fn: Callable[[dict[str, Any]], list[dict[str, Any]]] | type, *,
+                 fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
+                 fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
+                 concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
+                 num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+        """Apply ``fn(row) -> list of rows`` and flatten the results."""
+        label = f"FlatMap({_fn_label(fn)})"
+        user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
+        return self._map_like(flat_map_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
+                              ray_remote_args)
+
+    def filter(self, fn: Callable[[dict[str, Any]], bool] | type | None = None, *, expr: Any = None,
+               fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
+               fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
+               concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
+               num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+        """Keep rows where ``fn(row)`` is true, or where the pyarrow ``expr`` holds (vectorised).
+
+        Example:
+            >>> import bridge, pyarrow.compute as pc
+            >>> bridge.range(10).filter(expr=pc.field("id") >= 8).take_all()
+            [{'id': 8}, {'id': 9}]
+        """
+        from bridge.errors import BridgeError
+
+        if (fn is None) == (expr is None):
+            msg = "filter() needs exactly one of fn (a row predicate) or expr (a pyarrow expression)"
+            raise BridgeError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
+        if fn is None:
+            return self._map_like(filter_transform(None, expr, f"Filter({expr})"), f"Filter({expr})", None,
+                                  None, num_cpus, num_gpus, ray_remote_args)
+        label = f"Filter({_fn_label(fn)})"
+        user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
+        return self._map_like(filter_transform(user, None, label), label, user, concurrency, num_cpus, num_gpus,
+                              ray_remote_args)
+
+    def add_column(self, col: str, fn: Callable[[Any], Any], *, batch_format: str = "pyarrow",
+                   num_cpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+        """Add (or replace) column ``col`` computed by ``fn(batch) -> array``.
+
+        Example:
+            >>> import bridge, pyarrow.compute as pc
+            >>> bridge.range(3).add_column("neg", lambda t: pc.negate(t["id"])).take_all()
+            [{'id': 0, 'neg': 0}, {'id': 1, 'neg': -1}, {'id': 2, 'neg': -2}]
+        """
+        label = f"AddColumn({col})"
+        user = UserFn(fn)
+        return self._map_like(add_column_transform(col, user, batch_format, label), label, None, None, num_cpus,
+                              None, ray_remote_args, preserves_rows=True)
+
+    def _project(self, label: str, columns: list[str] | None = None, **kw: Any) -> Dataset:
+        op = Project([self._plan], project_transform(label, **kw), label, preserves_rows=True, columns=columns)
+        return self._with(op)
+
+    def select_columns(self, cols: list[str] | str) -> Dataset:
+        """Keep only ``cols``, in that order."""
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        return self._project(f"SelectColumns({cols})", columns=cols, select=cols)
+
+    def drop_columns(self, cols: list[str] | str) -> Dataset:
+        """Remove ``cols``."""
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        return self._project(f"DropColumns({cols})", drop=cols)
+
+    def rename_columns(self, names: dict[str, str]) -> Dataset:
+        """Rename columns by ``{old: new}``."""
+        return self._project(f"RenameColumns({names})", rename=dict(names))
+
+    def limit(self, n: int) -> Dataset:
+        """The first ``n`` rows (a source that can read fewer rows is asked to)."""
+        if n < 0:
+            from bridge.errors import BridgeError
+
+            raise BridgeError(f"limit must be >= 0; got {n}", "pass a row count such as limit(100)")
+        return self._with(Limit([self._plan], n))
+
+    def union(self, *others: Dataset) -> Dataset:
+        """Rows of this Dataset followed by those of ``others``."""
+        return self._with(Union([self._plan, *[o._plan for o in others]]))
+
+    # ------------------------------------------------------------------ execution
+    def _execute(self, ctx: DataContext | None = None) -> tuple[Iterator[RefBundle], DatasetStats]:
+        from bridge._ray import ensure_ray
+        from bridge.execution.planner import plan as physical_plan
+        from bridge.execution.streaming_executor import StreamingExecutor
+        from bridge.plan.optimizer import optimize
+
+        ensure_ray()
+        ctx = (ctx or DataContext.get_current()).copy()
+        stats = DatasetStats(parent=self._stats_parent)
+        self._last_stats = stats
+        if isinstance(self._plan, InputData):
+            bundles = list(self._plan.bundles)
+            stats.end = stats.start
+            return iter(bundles), stats
+        ops = physical_plan(optimize(self._plan), ctx)
+        executor = StreamingExecutor(ops, ctx, stats)
+        return executor.iter_bundles(), stats
+
+    def iter_internal_ref_bundles(self) -> Iterator[RefBundle]:
+        """The output as :class:`RefBundle` s of block references (no data fetched)."""
+        bundles, _ = self._execute()
+        yield from bundles
+
+    def materialize(self) -> MaterializedDataset:
+        """Run the plan once and hold the blocks in the object store.
+
+        Transforms applied to the result start from these blocks, so they run per
+        epoch while everything before runs once.
+        """
+        bundles, stats = self._execute()
+        collected = [b for b in bundles]
+        return MaterializedDataset(InputData([], collected, "Materialized", lineage=self._plan), stats)
+
+    def stats(self) -> str:
+        """Per-operator wall time, CPU time, rows and bytes of the last execution."""
+        if self._last_stats is None:
+            return "No execution yet: consume the Dataset (iterate, count, materialize) first."
+        return self._last_stats.to_string()
+
+    # ------------------------------------------------------------------ consumption
+    def iter_batches(
+        self,
+        *,
+        batch_size: int | None = 256,
+        batch_format: str = "numpy",
+        prefetch_batches: int = 1,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+    ) -> Iterator[Any]:
+        """Iterate over batches of ``batch_size`` rows.
+
+        Example:
+            >>> import bridge
+            >>> [len(b["id"]) for b in bridge.range(10).iter_batches(batch_size=4)]
+            [4, 4, 2]
+        """
+        from bridge.iteration.batch_iterator import iter_batches
+
+        bundles, stats = self._execute()
+        yield from iter_batches(
+            bundles, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
+            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed, stats=stats,
+        )
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Iterate over rows as dicts."""
+        for b in self.iter_batches(batch_size=None, batch_format="pyarrow"):
+            yield from batch_mod.block_to_rows(b)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.iter_rows()
+
+    def _blocks(self) -> list[Block]:
+        from bridge.iteration.batch_iterator import blocks_from_bundles
+
+        bundles, _ = self._execute()
+        return list(blocks_from_bundles(bundles))
+
+    def to_arrow(self) -> pa.Table:
+        """All rows as one ``pyarrow.Table`` on the driver."""
+        bundles, _ = self._execute()
+        bundles = list(bundles)
+        blocks = [ray.get(r) for b in bundles for r in b.refs]
+        nonempty = [b for b in blocks if b.num_rows] or blocks[:1]
+        if not nonempty:
+            return pa.table({})
+        return concat_blocks(nonempty)
+
+    def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
+        """All rows as a ``pandas.DataFrame`` (index restored when the source had one)."""
+        ds = self.limit(limit) if limit is not None else self
+        return ds.to_arrow().to_pandas()
+
+    def take(self, n: int = 20) -> list[dict[str, Any]]:
+        """The first ``n`` rows as dicts."""
+        out: list[dict[str, Any]] = []
+        for row in self.limit(n).iter_rows():
+            out.append(row)
+        return out
+
+    def take_all(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every row as a dict (``limit`` raises if there are more)."""
+        rows = list(self.iter_rows())
+        if limit is not None and len(rows) > limit:
+            from bridge.errors import BridgeError
+
+            msg = f"take_all(limit={limit}) found {len(rows)} rows"
+            raise BridgeError(msg, "raise the limit, or use take(n) for the first n rows")
+        return rows
+
+    def take_batch(self, batch_size: int = 20, *, batch_format: str = "numpy") -> Any:
+        """The first ``batch_size`` rows as one batch."""
+        fmt = batch_mod.normalize_format(batch_format)
+        block = self.limit(batch_size).to_arrow()
+        return batch_mod.to_batch(block, fmt)
+
+    def show(self, limit: int = 20) -> None:
+        """Print the first ``limit`` rows."""
+        for row in self.take(limit):
+            print(row)
+
+    def count(self) -> int:
+        """Number of rows (from metadata where possible, without fetching blocks)."""
+        plan = self._plan
+        if isinstance(plan, InputData):
+            return sum(b.num_rows for b in plan.bundles)
+        if isinstance(plan, Read) and plan.datasource.exact_num_rows:
+            return int(plan.datasource.estimate_num_rows() or 0)
+        bundles, _ = self._execute()
+        return sum(b.num_rows for b in bundles)
+
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema (runs the plan up to its first non-empty block if needed)."""
+        plan = self._plan
+        if isinstance(plan, InputData):
+            return _first_schema(plan.bundles)
+        bundles, _ = self._execute()
+        seen: list[RefBundle] = []
+        try:
+            for b in bundles:
+                seen.append(b)
+                if b.num_rows:
+                    break
+        finally:
+            close = getattr(bundles, "close", None)
+            if close:
+                close()
+        return _first_schema(seen)
+
+    def columns(self) -> list[str]:
+        schema = self.schema()
+        return list(schema.names) if schema is not None else []
+
+    def num_blocks(self) -> int:
+        """Number of blocks (runs the plan unless materialised)."""
+        plan = self._plan
+        if isinstance(plan, InputData):
+            return sum(len(b.refs) for b in plan.bundles)
+        return sum(len(b.refs) for b in self.iter_internal_ref_bundles())
+
+    def size_bytes(self) -> int:
+        plan = self._plan
+        if isinstance(plan, InputData):
+            return sum(b.size_bytes for b in plan.bundles)
+        return sum(b.size_bytes for b in self.iter_internal_ref_bundles())
+
+    # ------------------------------------------------------------------ refs
+    def to_arrow_refs(self) -> list[ray.ObjectRef]:
+        """References to the blocks (``pyarrow.Table`` each), in order."""
+        return [r for b in self.iter_internal_ref_bundles() for r in b.refs]
+
+    def get_internal_block_refs(self) -> list[ray.ObjectRef]:
+        return self.to_arrow_refs()
+
+    def to_pandas_refs(self) -> list[ray.ObjectRef]:
+        """References to one ``pandas.DataFrame`` per block, converted in Ray tasks."""
+        return [_block_to_pandas.remote(r) for r in self.to_arrow_refs()]
+
+    def to_numpy_refs(self, *, column: str | None = None) -> list[ray.ObjectRef]:
+        """References to one dict of ndarrays per block (or one ndarray of ``column``)."""
+        return [_block_to_numpy.remote(r, column) for r in self.to_arrow_refs()]
+
+    # ------------------------------------------------------------------ interchange
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule stream: polars, DuckDB and pyarrow read a Dataset directly."""
+        batches = self.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1)
+        first = next(batches, None)
+        if first is None:
+            schema = self.schema() or pa.schema([])
+            reader = pa.RecordBatchReader.from_batches(schema, iter([]))
+        else:
+            schema = first.schema
+
+            def gen() -> Iterator[pa.RecordBatch]:
+                for t in [first]:
+                    yield from t.cast(schema).to_batches()
+                for t in batches:
+                    yield from t.cast(schema).to_batches()
+
+            reader = pa.RecordBatchReader.from_batches(schema, gen())
+        return reader.__arrow_c_stream__(requested_schema)
+
+    def __repr__(self) -> str:
+        ops = " -> ".join(op.name for op in self._plan.chain())
+        return f"Dataset({ops})"
+
+    def __reduce__(self) -> Any:
+        return (Dataset, (self._plan, self._stats_parent))
+
+    # Framework exporters live in adapters; these are the named doors.
+    def to_any(self, target: str, **options: Any) -> Any:
+        """Convert with the adapter registered as ``target`` (``"dask"``, ``"spark"``, ...)."""
+        from adapters import get_adapter
+
+        return get_adapter(target).from_dataset(self, **options)
+
+    def to_dask(self, **options: Any) -> Any:
+        """A Dask DataFrame with one partition per block (see ``adapters/dask_adapter.py``)."""
+        return self.to_any("dask", **options)
+
+    def to_spark(self, spark: Any = None, **options: Any) -> Any:
+        """A Spark DataFrame (see ``adapters/spark_adapter.py``)."""
+        return self.to_any("spark", spark=spark, **options)
+
+    def to_modin(self, **options: Any) -> Any:
+        """A Modin DataFrame (see ``adapters/modin_adapter.py``)."""
+        return self.to_any("modin", **options)
+
+    def to_mars(self, **options: Any) -> Any:
+        """A Mars (Xorbits) DataFrame (see ``adapters/mars_adapter.py``)."""
+        return self.to_any("mars", **options)
+
+    def to_ray_data(self, **options: Any) -> Any:
+        """A ``ray.data.Dataset`` over the same blocks (see ``adapters/ray_data_adapter.py``)."""
+        return self.to_any("ray_data", **options)
+
+    def to_numpy(self, *, column: str | None = None) -> Any:
+        """All rows as a dict of ndarrays (or one ndarray for ``column``)."""
+        return self.to_any("numpy", column=column)
+
+
+class MaterializedDataset(Dataset):
+    """A Dataset whose blocks are computed and held in the object store."""
+
+    def __init__(self, plan: InputData, stats: DatasetStats | None = None) -> None:
+        super().__init__(plan, stats)
+        self._last_stats = stats
+
+    def __repr__(self) -> str:
+        plan = self._plan
+        assert isinstance(plan, InputData)
+        rows = sum(b.num_rows for b in plan.bundles)
+        return f"MaterializedDataset(num_blocks={self.num_blocks()}, num_rows={rows}, schema={self.schema()})"
+
+    def __reduce__(self) -> Any:
+        return (MaterializedDataset, (self._plan, self._stats_parent))
+
+
+def _first_schema(bundles: list[RefBundle]) -> pa.Schema | None:
+    fallback = None
+    for b in bundles:
+        for m in b.metas:
+            if m.schema is not None:
+                if m.num_rows:
+                    return m.schema
+                fallback = fallback or m.schema
+    return fallback
+
+
+@ray.remote
+def _block_to_pandas(block: Block) -> Any:
+    return block.to_pandas()
+
+
+@ray.remote
+def _block_to_numpy(block: Block, column: str | None) -> Any:
+    if column is not None:
+        return batch_mod.column_to_numpy(block.column(column))
+    return batch_mod.to_numpy_batch(block)
+
+
+__all__ = ["Dataset", "MapLike", "MaterializedDataset", "Project"]

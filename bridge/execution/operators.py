@@ -1,0 +1,347 @@
+"""Physical operators run by the streaming executor.
+
+Each operator has input queues, a set of running Ray tasks it can be woken by
+(``waitables``), and an ordered output queue.  The executor moves bundles
+between them and decides who may start work (backpressure).  New kinds of
+operator (actor pools, shuffles) subclass :class:`PhysicalOp`.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import ray
+
+from bridge.block import Block, BlockMetadata, Timer, concat_blocks
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+from bridge.execution.stats import OpStats
+from bridge.execution.transform import BlockTransform, TaskContext
+from bridge.io.datasource import ReadTask
+
+
+class PhysicalOp:
+    """Base class: queues, completion and the hooks the executor calls."""
+
+    def __init__(self, name: str, deps: list[PhysicalOp]) -> None:
+        self.name = name
+        self.deps = deps
+        self.stats = OpStats(name)
+        self._inputs_done = [False] * max(len(deps), 1)
+        self._out: collections.deque[RefBundle] = collections.deque()
+        self.aborted = False
+        #: Rows this operator expects to output, when known (progress bars).
+        self.estimated_rows: int | None = None
+
+    # -- inputs
+    def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        raise NotImplementedError
+
+    def mark_inputs_done(self, input_index: int) -> None:
+        self._inputs_done[input_index] = True
+
+    def all_inputs_done(self) -> bool:
+        return all(self._inputs_done)
+
+    # -- work
+    def can_dispatch(self) -> bool:
+        return False
+
+    def dispatch(self) -> None:
+        raise NotImplementedError
+
+    def is_source(self) -> bool:
+        return not self.deps
+
+    def waitables(self) -> list[ray.ObjectRef]:
+        return []
+
+    def on_ready(self, ref: ray.ObjectRef) -> None:
+        raise NotImplementedError
+
+    def num_running(self) -> int:
+        return 0
+
+    def running_bytes(self) -> int:
+        return 0
+
+    def pending_input_bytes(self) -> int:
+        return 0
+
+    # -- outputs
+    def has_output(self) -> bool:
+        return bool(self._out)
+
+    def get_output(self) -> RefBundle:
+        return self._out.popleft()
+
+    def queued_output_bytes(self) -> int:
+        return sum(b.size_bytes for b in self._out)
+
+    def completed(self) -> bool:
+        """No more outputs will ever come (queued ones may still wait to be taken)."""
+        return self.aborted or (self.all_inputs_done() and self.num_running() == 0 and not self._has_pending_inputs())
+
+    def _has_pending_inputs(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        """Stop early (a downstream limit was reached): cancel work, drop inputs."""
+        self.aborted = True
+
+    def shutdown(self) -> None:
+        pass
+
+
+class InputOp(PhysicalOp):
+    """Bundles that already exist (a materialised Dataset): emitted as they are."""
+
+    def __init__(self, name: str, bundles: list[RefBundle]) -> None:
+        super().__init__(name, [])
+        self._out.extend(bundles)
+        self._inputs_done = [True]
+        self.estimated_rows = sum(b.num_rows for b in bundles)
+        for b in bundles:
+            self.stats.num_tasks += 0
+            self.stats.rows_out += b.num_rows
+            self.stats.bytes_out += b.size_bytes
+
+
+@ray.remote(num_returns=2)
+def _run_map_task(
+    transform: BlockTransform, op_name: str, index: int, read_task: ReadTask | None, *blocks: Block
+) -> tuple[Block, BlockMetadata]:
+    with Timer() as timer:
+        source = iter(read_task()) if read_task is not None else iter(blocks)
+        outs = list(transform(source, TaskContext(index, op_name)))
+        if not outs:
+            out = blocks[0].slice(0, 0) if blocks else pa.table({})
+        else:
+            out = concat_blocks(outs)
+            if out.num_columns and out.column(0).num_chunks > 32:
+                out = out.combine_chunks()
+    return out, BlockMetadata.of(out, exec_stats=timer.stats())
+
+
+class MapOp(PhysicalOp):
+    """Runs a (fused) block transform as one Ray task per input bundle, in order."""
+
+    def __init__(
+        self,
+        name: str,
+        deps: list[PhysicalOp],
+        transform: BlockTransform,
+        ctx: DataContext,
+        read_tasks: list[ReadTask] | None = None,
+        remote_args: dict[str, Any] | None = None,
+        min_rows_per_bundle: int | None = None,
+    ) -> None:
+        super().__init__(name, deps)
+        self.transform = transform
+        self.ctx = ctx
+        self.remote_args = {"max_retries": ctx.max_task_retries, "retry_exceptions": False}
+        self.remote_args.update(remote_args or {})
+        self.min_rows = min_rows_per_bundle
+        self._pending: collections.deque[tuple[int, Any]] = collections.deque()
+        self._bundler: list[RefBundle] = []
+        self._counter = itertools.count()
+        self._running: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, int]] = {}
+        self._done: dict[int, RefBundle] = {}
+        self._next_emit = 0
+        self._avg_out = 0.0
+        if read_tasks is not None:
+            for t in read_tasks:
+                self._pending.append((next(self._counter), t))
+            self._inputs_done = [True]
+            self.estimated_rows = sum(t.metadata.num_rows for t in read_tasks)
+        from bridge._ray import cluster_cpus
+
+        self.max_running = ctx.max_tasks_in_flight_per_op or max(2 * cluster_cpus(), 2)
+
+    def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        if self.min_rows:
+            self._bundler.append(bundle)
+            if sum(b.num_rows for b in self._bundler) >= self.min_rows:
+                self._pending.append((next(self._counter), RefBundle.merge(self._bundler)))
+                self._bundler = []
+        else:
+            self._pending.append((next(self._counter), bundle))
+
+    def mark_inputs_done(self, input_index: int) -> None:
+        super().mark_inputs_done(input_index)
+        if self._bundler:
+            self._pending.append((next(self._counter), RefBundle.merge(self._bundler)))
+            self._bundler = []
+
+    def _has_pending_inputs(self) -> bool:
+        return bool(self._pending) or bool(self._bundler)
+
+    def can_dispatch(self) -> bool:
+        return bool(self._pending) and len(self._running) < self.max_running and not self.aborted
+
+    def pending_input_bytes(self) -> int:
+        return sum(item.size_bytes for _, item in self._pending if isinstance(item, RefBundle))
+
+    def dispatch(self) -> None:
+        index, item = self._pending.popleft()
+        read_task, refs, in_bytes = None, [], 0
+        if isinstance(item, ReadTask):
+            read_task, in_bytes = item, item.metadata.size_bytes
+        else:
+            refs, in_bytes = item.refs, item.size_bytes
+        block_ref, meta_ref = _run_map_task.options(**self.remote_args).remote(
+            self.transform, self.name, index, read_task, *refs
+        )
+        self._running[meta_ref] = (index, block_ref, in_bytes)
+
+    def waitables(self) -> list[ray.ObjectRef]:
+        return list(self._running)
+
+    def num_running(self) -> int:
+        return len(self._running)
+
+    def running_bytes(self) -> int:
+        return sum(int(self._avg_out or b) for _, _, b in self._running.values())
+
+    def on_ready(self, ref: ray.ObjectRef) -> None:
+        index, block_ref, _ = self._running.pop(ref)
+        meta: BlockMetadata = ray.get(ref)
+        self.stats.record(meta)
+        n = self.stats.num_tasks
+        self._avg_out += (meta.size_bytes - self._avg_out) / n
+        self._done[index] = RefBundle([block_ref], [meta])
+        if self.ctx.preserve_order:
+            while self._next_emit in self._done:
+                self._out.append(self._done.pop(self._next_emit))
+                self._next_emit += 1
+        else:
+            self._out.append(self._done.pop(index))
+
+    def abort(self) -> None:
+        super().abort()
+        for _, block_ref, _ in list(self._running.values()):
+            try:
+                ray.cancel(block_ref, force=False)
+            except Exception:  # noqa: BLE001 - already finished tasks cannot be cancelled
+                pass
+        self._running.clear()
+        self._pending.clear()
+        self._bundler.clear()
+
+    def shutdown(self) -> None:
+        if self._running:
+            self.abort()
+
+
+@ray.remote
+def _slice_block(block: Block, start: int, length: int) -> tuple[Block, BlockMetadata]:
+    out = block.slice(start, length)
+    return out, BlockMetadata.of(out)
+
+
+class LimitOp(PhysicalOp):
+    """Passes the first ``n`` rows; then tells the executor to stop upstream."""
+
+    def __init__(self, name: str, deps: list[PhysicalOp], n: int) -> None:
+        super().__init__(name, deps)
+        self.remaining = n
+
+    def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        if self.remaining <= 0:
+            return
+        refs, metas = [], []
+        for ref, meta in zip(bundle.refs, bundle.metas):
+            if self.remaining <= 0:
+                break
+            if meta.num_rows <= self.remaining:
+                refs.append(ref)
+                metas.append(meta)
+                self.remaining -= meta.num_rows
+            else:
+                new_ref = _slice_block.options(num_returns=2).remote(ref, 0, self.remaining)
+                block_ref, meta_ref = new_ref
+                refs.append(block_ref)
+                metas.append(ray.get(meta_ref))
+                self.remaining = 0
+        if refs:
+            out = RefBundle(refs, metas)
+            self.stats.rows_out += out.num_rows
+            self.stats.bytes_out += out.size_bytes
+            self._out.append(out)
+
+    def reached(self) -> bool:
+        return self.remaining <= 0
+
+    def completed(self) -> bool:
+        return self.reached() or super().completed()
+
+
+class AllToAllOp(PhysicalOp):
+    """A barrier: waits for every input bundle, then runs ``fn(bundles)`` (which submits its own tasks)."""
+
+    def __init__(self, name: str, deps: list[PhysicalOp], fn: Callable[..., list[RefBundle]], ctx: DataContext) -> None:
+        super().__init__(name, deps)
+        self.fn = fn
+        self.ctx = ctx
+        self._inputs: list[list[RefBundle]] = [[] for _ in deps]
+        self._ran = False
+
+    def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        self._inputs[input_index].append(bundle)
+
+    def _has_pending_inputs(self) -> bool:
+        return not self._ran
+
+    def can_dispatch(self) -> bool:
+        return self.all_inputs_done() and not self._ran and not self.aborted
+
+    def dispatch(self) -> None:
+        self._ran = True
+        with Timer() as timer:
+            args = self._inputs if len(self._inputs) > 1 else self._inputs[0]
+            outputs = self.fn(args, self.ctx)
+        self._inputs = []
+        es = timer.stats()
+        self.stats.num_tasks += 1
+        self.stats.task_wall_s += es.wall_s
+        self.stats.first_start, self.stats.last_end = es.start_ts, es.end_ts
+        for b in outputs:
+            self.stats.rows_out += b.num_rows
+            self.stats.bytes_out += b.size_bytes
+            self._out.append(b)
+
+
+class UnionOp(PhysicalOp):
+    """Outputs of every input, input 0 first (order kept by buffering later inputs)."""
+
+    def __init__(self, name: str, deps: list[PhysicalOp]) -> None:
+        super().__init__(name, deps)
+        self._buffers: list[list[RefBundle]] = [[] for _ in deps]
+        self._current = 0
+
+    def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        self._buffers[input_index].append(bundle)
+        self._drain()
+
+    def mark_inputs_done(self, input_index: int) -> None:
+        super().mark_inputs_done(input_index)
+        self._drain()
+
+    def _drain(self) -> None:
+        while self._current < len(self._buffers):
+            buf = self._buffers[self._current]
+            self._out.extend(buf)
+            for b in buf:
+                self.stats.rows_out += b.num_rows
+                self.stats.bytes_out += b.size_bytes
+            buf.clear()
+            if not self._inputs_done[self._current]:
+                return
+            self._current += 1
+
+    def _has_pending_inputs(self) -> bool:
+        return any(self._buffers)

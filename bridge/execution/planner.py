@@ -1,0 +1,94 @@
+"""Logical plan -> physical operators, fusing map-like chains into one task per block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bridge.context import DataContext
+from bridge.execution.operators import AllToAllOp, InputOp, LimitOp, MapOp, PhysicalOp, UnionOp
+from bridge.execution.transform import BlockTransform
+from bridge.plan.logical import AllToAll, InputData, Limit, LogicalOp, MapLike, Read, Union
+
+#: Builders for map-like operators that do not run as plain tasks (actor pools):
+#: ``builder(ops, deps, ctx) -> PhysicalOp``; registered by the modules that provide them.
+ACTOR_OP_BUILDER: list[Callable[[list[MapLike], list[PhysicalOp], DataContext], PhysicalOp]] = []
+
+
+def _identity() -> BlockTransform:
+    return BlockTransform(lambda blocks, ctx: blocks, "")
+
+
+def _fusable(a: MapLike, b: MapLike) -> bool:
+    return (
+        not a.uses_actors
+        and not b.uses_actors
+        and (a.num_gpus or 0) == (b.num_gpus or 0)
+        and (a.num_cpus or 1) == (b.num_cpus or 1)
+        and a.ray_remote_args == b.ray_remote_args
+    )
+
+
+def _remote_args(op: MapLike) -> dict[str, object]:
+    args = dict(op.ray_remote_args)
+    if op.num_cpus is not None:
+        args["num_cpus"] = op.num_cpus
+    if op.num_gpus:
+        args["num_gpus"] = op.num_gpus
+    return args
+
+
+def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
+    """The physical operators for ``op``, in topological order (the last one is the output)."""
+    ops: list[PhysicalOp] = []
+    _build(op, ctx, ops)
+    return ops
+
+
+def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp:
+    if isinstance(op, MapLike):
+        # Collect the run of fusable map-like operators ending at ``op``.
+        group = [op]
+        child = op.input
+        while isinstance(child, MapLike) and _fusable(child, group[0]):
+            group.insert(0, child)
+            child = child.input
+        if group[0].uses_actors:
+            deps = [_build(child, ctx, out)]
+            if not ACTOR_OP_BUILDER:
+                import bridge.execution.actor_pool  # noqa: F401  (registers the builder)
+            phys = ACTOR_OP_BUILDER[0](group, deps, ctx)
+            out.append(phys)
+            return phys
+        transform = _identity()
+        for m in group:
+            transform = transform + m.transform
+        label = "->".join(m.name for m in group)
+        min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
+        if isinstance(child, Read):
+            tasks = child.datasource.get_read_tasks(0)
+            phys = MapOp(f"{child.name}->{label}", [], transform, ctx, read_tasks=tasks,
+                         remote_args=_remote_args(group[0]))
+        else:
+            deps = [_build(child, ctx, out)]
+            phys = MapOp(label, deps, transform, ctx, remote_args=_remote_args(group[0]), min_rows_per_bundle=min_rows)
+        out.append(phys)
+        return phys
+    if isinstance(op, Read):
+        phys = MapOp(op.name, [], _identity(), ctx, read_tasks=op.datasource.get_read_tasks(0))
+    elif isinstance(op, InputData):
+        phys = InputOp(op.name, op.bundles)
+    elif isinstance(op, Limit):
+        phys = LimitOp(op.name, [_build(op.input, ctx, out)], op.n)
+    elif isinstance(op, AllToAll):
+        deps = [_build(i, ctx, out) for i in op.inputs]
+        phys = AllToAllOp(op.name, deps, op.fn, ctx)
+    elif isinstance(op, Union):
+        deps = [_build(i, ctx, out) for i in op.inputs]
+        phys = UnionOp(op.name, deps)
+    else:
+        from bridge.errors import BridgeError
+
+        msg = f"no physical plan for logical operator {op.name}"
+        raise BridgeError(msg, "this is a raybridge bug; please report it with the plan")
+    out.append(phys)
+    return phys

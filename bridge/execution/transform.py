@@ -1,0 +1,262 @@
+"""Per-block transforms: what a map task runs, and how consecutive ones fuse.
+
+A :class:`BlockTransform` takes an iterator of blocks and yields blocks.  The
+optimizer fuses a chain of them into one, so ``read -> map_batches ->
+filter -> map`` is one Ray task per block.  User code runs inside
+:func:`call_user_fn`, which turns its exceptions into :class:`UserCodeError`
+naming the operator and the block.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from bridge import batch as batch_mod
+from bridge.block import Block, concat_blocks, slice_rows
+from bridge.errors import BridgeError, UserCodeError
+
+
+@dataclasses.dataclass
+class TaskContext:
+    """What a transform knows about the task running it."""
+
+    task_index: int
+    op_name: str = ""
+
+
+class BlockTransform:
+    """A named ``(blocks, ctx) -> blocks`` function; ``+`` fuses two."""
+
+    def __init__(self, fn: Callable[[Iterable[Block], TaskContext], Iterable[Block]], label: str) -> None:
+        self.fn = fn
+        self.label = label
+
+    def __call__(self, blocks: Iterable[Block], ctx: TaskContext) -> Iterable[Block]:
+        return self.fn(blocks, ctx)
+
+    def __add__(self, other: BlockTransform) -> BlockTransform:
+        first, second = self, other
+
+        def fused(blocks: Iterable[Block], ctx: TaskContext) -> Iterable[Block]:
+            return second(first(blocks, ctx), ctx)
+
+        return BlockTransform(fused, f"{first.label}->{second.label}")
+
+
+# ------------------------------------------------------------------ user callables
+
+_instances: dict[str, Any] = {}
+_instances_lock = threading.Lock()
+
+
+@dataclasses.dataclass
+class UserFn:
+    """A user function, or a callable class constructed once per worker process."""
+
+    fn: Any
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ctor_args: tuple[Any, ...] = ()
+    ctor_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    token: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def is_class(self) -> bool:
+        return isinstance(self.fn, type)
+
+    @property
+    def label(self) -> str:
+        return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+    def resolve(self, op_name: str) -> Callable[..., Any]:
+        if not self.is_class:
+            return self.fn
+        inst = _instances.get(self.token)
+        if inst is None:
+            with _instances_lock:
+                inst = _instances.get(self.token)
+                if inst is None:
+                    try:
+                        inst = self.fn(*self.ctor_args, **self.ctor_kwargs)
+                    except Exception as err:
+                        msg = f"{op_name}: constructing {self.label}(...) raised {type(err).__name__}: {err}"
+                        raise UserCodeError(
+                            msg, "fix the class's __init__; it runs once per worker",
+                            operator=op_name, original=err,
+                        ) from err
+                    _instances[self.token] = inst
+        return inst  # type: ignore[no-any-return]
+
+
+def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContext, op: str) -> Any:
+    try:
+        return fn(arg, *user.args, **user.kwargs)
+    except BridgeError:
+        raise
+    except Exception as err:
+        msg = f"{op}: user function {user.label} raised {type(err).__name__}: {err} (input block {ctx.task_index})"
+        raise UserCodeError(msg, "fix the function; the original traceback is chained above",
+                            operator=op, block_index=ctx.task_index, original=err) from err
+
+
+def _bad_output(op: str, ctx: TaskContext, err: Exception, expected: str) -> UserCodeError:
+    msg = f"{op}: the function returned something raybridge cannot use (input block {ctx.task_index}): {err}"
+    return UserCodeError(msg, f"return {expected}", operator=op, block_index=ctx.task_index, original=err)
+
+
+# ------------------------------------------------------------------ the transforms
+
+
+def rebatch(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Block]:
+    """Regroup a stream of blocks into batches of exactly ``batch_size`` rows (the last may be short)."""
+    if batch_size is None:
+        for b in blocks:
+            yield b
+        return
+    pending: list[Block] = []
+    have = 0
+    for b in blocks:
+        if have == 0 and b.num_rows >= batch_size:
+            for piece in slice_rows(b, batch_size):
+                if piece.num_rows == batch_size:
+                    yield piece
+                else:
+                    pending, have = [piece], piece.num_rows
+            continue
+        pending.append(b)
+        have += b.num_rows
+        while have >= batch_size:
+            merged = concat_blocks(pending)
+            yield merged.slice(0, batch_size)
+            rest = merged.slice(batch_size)
+            pending, have = ([rest], rest.num_rows) if rest.num_rows else ([], 0)
+    if have:
+        yield concat_blocks(pending)
+
+
+def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | None, label: str) -> BlockTransform:
+    fmt = batch_mod.normalize_format(batch_format)
+
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        fn = user.resolve(label)
+        for b in rebatch(blocks, batch_size):
+            if b.num_rows == 0 and b.num_columns > 0 and batch_size is not None:
+                continue
+            out = call_user_fn(fn, batch_mod.to_batch(b, fmt), user, ctx, label)
+            results = out if _is_generator(out) else [out]
+            for res in results:
+                try:
+                    yield batch_mod.to_block(res, like=b.schema)
+                except batch_mod.BatchTypeError as err:
+                    raise _bad_output(label, ctx, err, "a dict of column name -> array, a pandas.DataFrame "
+                                      "or a pyarrow.Table (one batch), or yield several") from err
+
+    return BlockTransform(run, label)
+
+
+def _is_generator(obj: Any) -> bool:
+    import types
+
+    return isinstance(obj, types.GeneratorType)
+
+
+def map_rows_transform(user: UserFn, label: str) -> BlockTransform:
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        fn = user.resolve(label)
+        for b in blocks:
+            rows = [call_user_fn(fn, r, user, ctx, label) for r in batch_mod.block_to_rows(b)]
+            try:
+                yield batch_mod.rows_to_block(rows, like=b.schema) if rows else b.slice(0, 0)
+            except batch_mod.BatchTypeError as err:
+                raise _bad_output(label, ctx, err, "a dict (one output row) from map()") from err
+
+    return BlockTransform(run, label)
+
+
+def flat_map_transform(user: UserFn, label: str) -> BlockTransform:
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        fn = user.resolve(label)
+        for b in blocks:
+            rows: list[Any] = []
+            for r in batch_mod.block_to_rows(b):
+                out = call_user_fn(fn, r, user, ctx, label)
+                if isinstance(out, dict):
+                    raise _bad_output(label, ctx, TypeError("got a dict"), "a list of dicts from flat_map()")
+                rows.extend(out)
+            try:
+                yield batch_mod.rows_to_block(rows, like=b.schema) if rows else b.slice(0, 0)
+            except batch_mod.BatchTypeError as err:
+                raise _bad_output(label, ctx, err, "a list of dicts (output rows) from flat_map()") from err
+
+    return BlockTransform(run, label)
+
+
+def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransform:
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        if expr is not None:
+            for b in blocks:
+                yield b.filter(expr)
+            return
+        assert user is not None
+        fn = user.resolve(label)
+        for b in blocks:
+            keep = [bool(call_user_fn(fn, r, user, ctx, label)) for r in batch_mod.block_to_rows(b)]
+            yield b.filter(pa.array(keep, type=pa.bool_())) if keep else b
+
+    return BlockTransform(run, label)
+
+
+def project_transform(
+    label: str,
+    select: list[str] | None = None,
+    drop: list[str] | None = None,
+    rename: dict[str, str] | None = None,
+) -> BlockTransform:
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        for b in blocks:
+            names = b.column_names
+            wanted = select or drop or list(rename or {})
+            missing = [c for c in wanted if c not in names]
+            if missing:
+                from bridge.errors import SchemaMismatchError
+
+                msg = f"{label}: column(s) {missing} not found; the block has {names}"
+                raise SchemaMismatchError(msg, "check the spelling, or call ds.schema() to list the columns")
+            if select is not None:
+                b = b.select(select)
+            if drop is not None:
+                b = b.drop_columns(drop)
+            if rename is not None:
+                b = b.rename_columns([rename.get(c, c) for c in b.column_names])
+            yield b
+
+    return BlockTransform(run, label)
+
+
+def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) -> BlockTransform:
+    fmt = batch_mod.normalize_format(batch_format)
+
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        fn = user.resolve(label)
+        for b in blocks:
+            value = call_user_fn(fn, batch_mod.to_batch(b, fmt), user, ctx, label)
+            try:
+                arr = batch_mod.to_block({col: value}).column(0)
+            except batch_mod.BatchTypeError as err:
+                raise _bad_output(label, ctx, err, "an array with one value per row") from err
+            if len(arr) != b.num_rows:
+                raise _bad_output(label, ctx, ValueError(f"got {len(arr)} values for {b.num_rows} rows"),
+                                  "an array with one value per row")
+            if col in b.column_names:
+                b = b.set_column(b.column_names.index(col), col, arr)
+            else:
+                b = b.append_column(col, arr)
+            yield b
+
+    return BlockTransform(run, label)

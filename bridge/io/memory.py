@@ -1,0 +1,222 @@
+"""Datasets from data already in memory (Arrow, pandas, NumPy, Python lists) or in the object store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import ray
+
+from bridge.block import Block, BlockMetadata, normalize_types
+from bridge.errors import BridgeError
+from bridge.execution.bundle import RefBundle
+from bridge.io.datasource import default_num_blocks, split_even
+from bridge.plan.logical import InputData, Read
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset, MaterializedDataset
+
+
+def _materialized(bundles: list[RefBundle], name: str) -> MaterializedDataset:
+    from bridge.dataset import MaterializedDataset
+
+    return MaterializedDataset(InputData([], bundles, name))
+
+
+def _put_blocks(blocks: Iterable[Block], name: str) -> MaterializedDataset:
+    from bridge._ray import ensure_ray
+
+    ensure_ray()
+    bundles = []
+    for b in blocks:
+        # Ray's Arrow serializer ships only the rows of a slice: no copy needed here.
+        b = normalize_types(b)
+        bundles.append(RefBundle([ray.put(b)], [BlockMetadata.of(b)]))
+    return _materialized(bundles, name)
+
+
+def _slices(table: pa.Table, override_num_blocks: int | None) -> list[pa.Table]:
+    n = default_num_blocks(table.nbytes, table.num_rows, override_num_blocks)
+    return [table.slice(s, e - s) for s, e in split_even(table.num_rows, n)]
+
+
+def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa: A001 - mirrors builtins
+    """Integers ``0 .. n-1`` in column ``id``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.range(3).take_all()
+        [{'id': 0}, {'id': 1}, {'id': 2}]
+    """
+    from bridge.dataset import Dataset
+    from bridge.io.range_datasource import RangeDatasource
+
+    _check_count(n, "range")
+    return Dataset(Read([], RangeDatasource(n, override_num_blocks=override_num_blocks)))
+
+
+def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
+    """Rows ``i`` holding an array of ``shape`` filled with ``i``, in column ``data``."""
+    from bridge.dataset import Dataset
+    from bridge.io.range_datasource import RangeDatasource
+
+    _check_count(n, "range_tensor")
+    return Dataset(Read([], RangeDatasource(n, "data", tuple(shape), override_num_blocks)))
+
+
+def _check_count(n: Any, what: str) -> None:
+    if not isinstance(n, (int, np.integer)) or n < 0:
+        msg = f"{what}() needs a non-negative integer row count; got {n!r}"
+        raise BridgeError(msg, f"call {what}(1000)")
+
+
+def from_items(items: Iterable[Any], *, override_num_blocks: int | None = None) -> Dataset:
+    """A Dataset of Python objects: dicts become rows, anything else a row ``{"item": x}``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"a": 1}, {"a": 2}]).count()
+        2
+    """
+    from bridge.dataset import Dataset
+    from bridge.io.items_datasource import ItemsDatasource
+
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        msg = f"from_items() needs a list (or iterable) of rows; got {type(items).__name__}"
+        raise BridgeError(msg, 'pass a list such as [{"x": 1}, {"x": 2}]')
+    return Dataset(Read([], ItemsDatasource(list(items), override_num_blocks)))
+
+
+def from_arrow(tables: Any, *, override_num_blocks: int | None = None) -> MaterializedDataset:
+    """A Dataset from a ``pyarrow.Table``, a list of them, or any object with ``__arrow_c_stream__``.
+
+    Polars and DuckDB results, ``pyarrow.RecordBatchReader`` and pandas (via pyarrow) all
+    implement the Arrow PyCapsule stream and convert without a dedicated adapter.
+    """
+    if isinstance(tables, (list, tuple)):
+        parts = [_as_table(t) for t in tables]
+        if override_num_blocks is None:
+            return _put_blocks(parts, "FromArrow")
+        tables = pa.concat_tables(parts, promote_options="permissive")
+    table = _as_table(tables)
+    return _put_blocks(_slices(table, override_num_blocks), "FromArrow")
+
+
+def _as_table(obj: Any) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    if isinstance(obj, pa.RecordBatchReader):
+        return obj.read_all()
+    if hasattr(obj, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(obj).read_all()
+    if hasattr(obj, "__arrow_c_array__"):
+        return pa.table(obj)
+    msg = f"from_arrow() needs a pyarrow.Table or an object with __arrow_c_stream__; got {type(obj).__name__}"
+    raise BridgeError(msg, "convert it with pyarrow.table(obj), or use bridge.from_any(obj)")
+
+
+def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> MaterializedDataset:
+    """A Dataset from a ``pandas.DataFrame`` or a list of them.
+
+    A named or non-default index is kept (as a column with pandas metadata) and
+    comes back from ``to_pandas()``; a default ``RangeIndex`` is dropped.
+    """
+    frames = dfs if isinstance(dfs, (list, tuple)) else [dfs]
+    blocks: list[Block] = []
+    for df in frames:
+        if not (type(df).__module__.startswith("pandas") and hasattr(df, "columns")):
+            msg = f"from_pandas() needs pandas.DataFrame objects; got {type(df).__name__}"
+            raise BridgeError(msg, "use bridge.from_any(obj) for other frame types")
+        n = default_num_blocks(int(df.memory_usage(index=False, deep=False).sum()), len(df), override_num_blocks)
+        if len(frames) > 1 and override_num_blocks is None:
+            n = 1
+        for s, e in split_even(len(df), n):
+            blocks.append(pandas_to_block(df.iloc[s:e]))
+    return _put_blocks(blocks, "FromPandas")
+
+
+def pandas_to_block(df: Any) -> Block:
+    """One DataFrame -> one block, keeping a non-default index."""
+    import pandas as pd
+
+    idx = df.index
+    default = isinstance(idx, pd.RangeIndex) and idx.name is None
+    try:
+        return pa.Table.from_pandas(df, preserve_index=not default)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        from bridge.batch import BatchTypeError, to_block
+
+        try:
+            return to_block(df.reset_index(drop=default))
+        except BatchTypeError:
+            pass
+        msg = f"cannot convert the DataFrame to Arrow: {err}"
+        raise BridgeError(msg, "mixed-type object columns need one type; cast them with df.astype(...)") from err
+
+
+def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
+    """A Dataset from an ndarray (column ``data``; n-d arrays become tensor columns),
+    a list of ndarrays (one block each) or a dict of column -> ndarray."""
+    from bridge.batch import to_block
+
+    if isinstance(arrays, Mapping):
+        return from_arrow(to_block(dict(arrays)))
+    if isinstance(arrays, np.ndarray):
+        return from_arrow(to_block({column: arrays}))
+    if isinstance(arrays, (list, tuple)) and all(isinstance(a, np.ndarray) for a in arrays):
+        return _put_blocks([to_block({column: a}) for a in arrays], "FromNumpy")
+    msg = f"from_numpy() needs an ndarray, a list of ndarrays or a dict of ndarrays; got {type(arrays).__name__}"
+    raise BridgeError(msg, "wrap scalars in numpy.asarray(...)")
+
+
+@ray.remote
+def _meta_of(block: Any) -> BlockMetadata:
+    if not isinstance(block, pa.Table):
+        msg = f"the object reference holds a {type(block).__name__}, not a pyarrow.Table"
+        raise BridgeError(msg, "use from_pandas_refs / from_numpy_refs for those types")
+    return BlockMetadata.of(block)
+
+
+@ray.remote(num_returns=2)
+def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
+    from bridge.batch import to_block
+
+    if kind == "pandas":
+        block = pandas_to_block(obj)
+    elif isinstance(obj, np.ndarray):
+        block = to_block({"data": obj})
+    else:
+        block = to_block(obj)
+    return block, BlockMetadata.of(block)
+
+
+def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
+    """A Dataset over references to ``pyarrow.Table`` s already in the object store (no copy)."""
+    from bridge._ray import ensure_ray
+
+    ensure_ray()
+    metas = ray.get([_meta_of.remote(r) for r in refs])
+    return _materialized([RefBundle([r], [m]) for r, m in zip(refs, metas)], "FromArrowRefs")
+
+
+def _from_refs(refs: list[ray.ObjectRef], kind: str, name: str) -> MaterializedDataset:
+    from bridge._ray import ensure_ray
+
+    ensure_ray()
+    pairs = [_convert.remote(r, kind) for r in refs]
+    metas = ray.get([m for _, m in pairs])
+    return _materialized([RefBundle([b], [m]) for (b, _), m in zip(pairs, metas)], name)
+
+
+def from_pandas_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
+    """A Dataset over references to DataFrames, converted to Arrow in Ray tasks."""
+    return _from_refs(list(refs), "pandas", "FromPandasRefs")
+
+
+def from_numpy_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
+    """A Dataset over references to ndarrays (or dicts of them), converted in Ray tasks."""
+    return _from_refs(list(refs), "numpy", "FromNumpyRefs")

@@ -1,0 +1,132 @@
+"""Logical operators: small declarative records of what the user asked for.
+
+A plan is the last operator; each operator points at its inputs.  Nothing here
+runs anything; :mod:`bridge.plan.optimizer` rewrites plans and
+:mod:`bridge.execution.planner` turns them into physical operators.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridge.execution.bundle import RefBundle
+    from bridge.execution.transform import BlockTransform
+    from bridge.io.datasource import Datasource
+
+
+@dataclasses.dataclass(eq=False)
+class LogicalOp:
+    inputs: list[LogicalOp]
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def input(self) -> LogicalOp:
+        return self.inputs[0]
+
+    def replace_inputs(self, inputs: list[LogicalOp]) -> LogicalOp:
+        return dataclasses.replace(self, inputs=inputs)
+
+    def chain(self) -> list[LogicalOp]:
+        """Operators from the source to this one (first input only)."""
+        out: list[LogicalOp] = []
+        op: LogicalOp | None = self
+        while op is not None:
+            out.append(op)
+            op = op.inputs[0] if op.inputs else None
+        return out[::-1]
+
+
+@dataclasses.dataclass(eq=False)
+class Read(LogicalOp):
+    datasource: Datasource
+
+    @property
+    def name(self) -> str:
+        return f"Read{self.datasource.name}"
+
+
+@dataclasses.dataclass(eq=False)
+class InputData(LogicalOp):
+    """Blocks that already sit in the object store (a materialised Dataset)."""
+
+    bundles: list[RefBundle]
+    source_name: str = "InputData"
+    #: The plan that produced these blocks, for lineage and ``stats()``.
+    lineage: LogicalOp | None = None
+
+    @property
+    def name(self) -> str:
+        return self.source_name
+
+
+@dataclasses.dataclass(eq=False)
+class MapLike(LogicalOp):
+    """A one-to-one-block operator: runs per block inside a task or an actor."""
+
+    #: Builds the per-block transform run in the worker.
+    transform: BlockTransform
+    label: str
+    #: Ray resources per task/actor and the compute strategy.
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    #: ``None`` = tasks; an int or (min, max) with a class fn = actor pool.
+    concurrency: int | tuple[int, int] | None = None
+    uses_actors: bool = False
+    ray_remote_args: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Rows the operator would like per call (batch_size); inputs are bundled up to it.
+    min_rows_per_bundle: int | None = None
+    #: Row count in == row count out (projections, row maps): limits may pass it.
+    preserves_rows: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+
+@dataclasses.dataclass(eq=False)
+class Project(MapLike):
+    """select/drop/rename: pure column bookkeeping, pushed into sources that can read fewer columns."""
+
+    #: Columns kept, in order, when this is a selection the source can take.
+    columns: list[str] | None = None
+
+
+@dataclasses.dataclass(eq=False)
+class Limit(LogicalOp):
+    n: int
+
+    @property
+    def name(self) -> str:
+        return f"Limit[{self.n}]"
+
+
+@dataclasses.dataclass(eq=False)
+class AllToAll(LogicalOp):
+    """A barrier operator: sees every input bundle, then runs its own Ray tasks.
+
+    ``fn(bundles, ctx) -> list[RefBundle]`` is called once on the driver with all
+    input bundles; it submits map/reduce tasks and returns the output bundles.
+    """
+
+    fn: Callable[..., list[RefBundle]]
+    label: str
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+
+@dataclasses.dataclass(eq=False)
+class Union(LogicalOp):
+    """Blocks of every input, in input order."""
+
+
+@dataclasses.dataclass(eq=False)
+class Zip(LogicalOp):
+    """Columns of two inputs side by side (equal row counts)."""

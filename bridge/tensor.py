@@ -1,0 +1,119 @@
+"""N-dimensional array columns.
+
+Arrays of one shape per column use Arrow's canonical
+``arrow.fixed_shape_tensor`` extension type: the values are one contiguous
+buffer, so a column of ``(rows, *shape)`` comes back to NumPy without a copy.
+
+Arrays whose shape varies row to row use ``raybridge.variable_shape_tensor``,
+laid out like Arrow's canonical variable-shape tensor:
+``struct<data: large_list<T>, shape: fixed_size_list<int64>[ndim]>``.
+It converts back to an object array of ndarrays, each with its own shape.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+
+def is_fixed_tensor(t: pa.DataType) -> bool:
+    return isinstance(t, pa.FixedShapeTensorType)
+
+
+class VariableShapeTensorType(pa.ExtensionType):
+    """Tensors of one dtype and rank whose shape varies per row."""
+
+    def __init__(self, value_type: pa.DataType, ndim: int) -> None:
+        self._value_type = value_type
+        self._ndim = ndim
+        storage = pa.struct(
+            [("data", pa.large_list(value_type)), ("shape", pa.list_(pa.int64(), ndim))]
+        )
+        super().__init__(storage, "raybridge.variable_shape_tensor")
+
+    @property
+    def value_type(self) -> pa.DataType:
+        return self._value_type
+
+    @property
+    def ndim(self) -> int:
+        return self._ndim
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        return json.dumps({"ndim": self._ndim}).encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> VariableShapeTensorType:
+        ndim = json.loads(serialized.decode())["ndim"]
+        return cls(storage_type.field("data").type.value_type, ndim)
+
+    def __reduce__(self) -> tuple:
+        return (VariableShapeTensorType, (self._value_type, self._ndim))
+
+
+try:
+    pa.register_extension_type(VariableShapeTensorType(pa.int8(), 1))
+except pa.ArrowKeyError:  # already registered in this process
+    pass
+
+
+def is_variable_tensor(t: pa.DataType) -> bool:
+    return isinstance(t, VariableShapeTensorType)
+
+
+def is_tensor(t: pa.DataType) -> bool:
+    return is_fixed_tensor(t) or is_variable_tensor(t)
+
+
+def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
+    """``(rows, *shape)`` ndarray -> ``arrow.fixed_shape_tensor`` array (no copy if contiguous)."""
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.uint8)
+    return pa.FixedShapeTensorArray.from_numpy_ndarray(arr)
+
+
+def variable_tensor_array(arrays: list[np.ndarray | None]) -> pa.ExtensionArray:
+    """A list of ndarrays of one rank and dtype but different shapes -> variable-shape tensor array."""
+    first = next(a for a in arrays if a is not None)
+    ndim = first.ndim
+    value_type = pa.from_numpy_dtype(first.dtype)
+    data = pa.array(
+        [None if a is None else np.ascontiguousarray(a).ravel() for a in arrays],
+        type=pa.large_list(value_type),
+    )
+    shape = pa.array([None if a is None else list(a.shape) for a in arrays], type=pa.list_(pa.int64(), ndim))
+    mask = pa.array([a is None for a in arrays])
+    storage = pa.StructArray.from_arrays([data, shape], names=["data", "shape"], mask=mask)
+    return pa.ExtensionArray.from_storage(VariableShapeTensorType(value_type, ndim), storage)
+
+
+def tensor_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A tensor column -> ``(rows, *shape)`` ndarray, or an object array of ndarrays if shapes vary."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            col = col.chunk(0)
+        elif col.num_chunks == 0:
+            col = pa.array([], type=col.type)
+        else:
+            col = pa.concat_arrays(col.chunks)
+    if is_fixed_tensor(col.type):
+        if col.null_count:
+            out = np.empty(len(col), dtype=object)
+            for i, v in enumerate(col):
+                out[i] = None if not v.is_valid else v.to_numpy()
+            return out
+        return col.to_numpy_ndarray()
+    storage = col.storage
+    data = storage.field("data")
+    shape = storage.field("shape")
+    out = np.empty(len(col), dtype=object)
+    shapes = shape.to_pylist()
+    for i in range(len(col)):
+        if not storage[i].is_valid:
+            out[i] = None
+            continue
+        out[i] = data[i].values.to_numpy(zero_copy_only=False).reshape(shapes[i])
+    return out

@@ -1,0 +1,32 @@
+"""One local Ray for the whole test session (tests and integration share it).
+
+The object store is deliberately small (256 MiB) so that the tests which stream
+a Dataset several times larger than it prove the executor's memory bound.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+OBJECT_STORE_BYTES = 256 * 1024 * 1024
+
+os.environ.setdefault("RAYBRIDGE_PROGRESS_BARS", "0")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_session():
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=2,
+            object_store_memory=OBJECT_STORE_BYTES,
+            include_dashboard=False,
+            configure_logging=False,
+            log_to_driver=True,
+        )
+    yield ray
+    ray.shutdown()
