@@ -120,19 +120,25 @@ class BatchTypeError(TypeError):
     """A user function returned something that is not a batch (wrapped by the caller)."""
 
 
-def _ndarray_column(arr: np.ndarray) -> pa.Array:
+def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Array:
     if arr.ndim >= 2:
         return tensor.fixed_tensor_array(arr)
     if arr.dtype == object:
-        return _object_column(arr)
+        return _object_column(arr, like)
     if arr.dtype.kind in "US":
         return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
     return pa.array(arr)
 
 
-def _object_column(values: Any) -> pa.Array:
+def _object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     items = list(values)
     first = next((v for v in items if v is not None), None)
+    if like is not None and not tensor.is_tensor(like) and not isinstance(first, np.ndarray):
+        # Python objects (ints with None, Decimals, dicts...): the input column's type says what they were.
+        try:
+            return pa.array(items, type=like)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            pass
     if isinstance(first, np.ndarray):
         arrays = [v for v in items if v is not None]
         if all(a.ndim == 1 for a in arrays) and first.ndim == 1:
@@ -143,11 +149,11 @@ def _object_column(values: Any) -> pa.Array:
     return pa.array(items)
 
 
-def _to_arrow_column(name: str, value: Any) -> pa.Array | pa.ChunkedArray:
+def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:
     if isinstance(value, (pa.Array, pa.ChunkedArray)):
         return value
     if isinstance(value, np.ndarray):
-        return _ndarray_column(value)
+        return _ndarray_column(value, like)
     if hasattr(value, "__array__") and not isinstance(value, (list, tuple)):
         # torch / tf tensors and pandas Series land here.
         if type(value).__module__.startswith("pandas"):
@@ -156,7 +162,7 @@ def _to_arrow_column(name: str, value: Any) -> pa.Array | pa.ChunkedArray:
             value = value.detach().cpu()
         return _ndarray_column(np.asarray(value))
     if isinstance(value, (list, tuple)):
-        return _object_column(value)
+        return _object_column(value, like)
     msg = f"column {name!r} has a value of type {type(value).__name__}, not an array"
     raise BatchTypeError(msg)
 
@@ -199,7 +205,8 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
         return normalize_types(pa.Table.from_batches([batch]))
     if isinstance(batch, Mapping):
         names = list(batch.keys())
-        columns = [_to_arrow_column(str(k), v) for k, v in batch.items()]
+        like_types = {f.name: f.type for f in like} if like is not None else {}
+        columns = [_to_arrow_column(str(k), v, like_types.get(str(k))) for k, v in batch.items()]
         lengths = {str(k): len(c) for k, c in zip(names, columns)}
         if len(set(lengths.values())) > 1:
             msg = f"the columns of the returned batch have different lengths: {lengths}"

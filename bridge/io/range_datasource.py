@@ -21,8 +21,6 @@ class RangeDatasource(Datasource):
     name = "Range"
     supports_limit = True
     exact_num_rows = True
-    supports_projection = True
-    projected: bool = False
 
     def _row_bytes(self) -> int:
         return 8 * (int(np.prod(self.shape)) if self.shape else 1)
@@ -36,9 +34,6 @@ class RangeDatasource(Datasource):
     def with_limit(self, limit: int) -> RangeDatasource:
         return dataclasses.replace(self, n=min(self.n, limit))
 
-    def with_projection(self, columns: list[str]) -> RangeDatasource:
-        return dataclasses.replace(self, projected=self.column not in columns)
-
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
         num = default_num_blocks(self.estimate_inmemory_data_size(), self.n, self.override_num_blocks)
         tasks = []
@@ -46,15 +41,13 @@ class RangeDatasource(Datasource):
         for start, end in split_even(self.n, num):
             tasks.append(
                 ReadTask(
-                    _RangeRead(start, end, self.column, self.shape, self.projected),
+                    _RangeRead(start, end, self.column, self.shape),
                     meta(end - start, (end - start) * self._row_bytes(), schema),
                 )
             )
         return tasks
 
     def _schema(self) -> pa.Schema:
-        if self.projected:
-            return pa.schema([])
         if self.shape:
             return pa.schema([(self.column, pa.fixed_shape_tensor(pa.int64(), list(self.shape)))])
         return pa.schema([(self.column, pa.int64())])
@@ -69,12 +62,9 @@ class _RangeRead:
     end: int
     column: str
     shape: tuple[int, ...] | None
-    projected: bool
 
     def __call__(self) -> list[pa.Table]:
         ids = np.arange(self.start, self.end, dtype=np.int64)
-        if self.projected:
-            return [pa.table({}).append_column("_", pa.nulls(len(ids))).drop_columns(["_"])]
         if self.shape:
             data = np.broadcast_to(ids.reshape((-1,) + (1,) * len(self.shape)), (len(ids), *self.shape))
             return [pa.table({self.column: tensor.fixed_tensor_array(np.ascontiguousarray(data))})]

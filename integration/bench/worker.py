@@ -1,0 +1,130 @@
+"""One contender of one benchmark, in a fresh process: ``python -m integration.bench.worker ...``.
+
+Prints one JSON line: the figures of every call (the first is the warm-up),
+peak RSS of this process tree and peak object-store use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+
+
+class PeakSampler:
+    """Samples RSS of this process and all its descendants (Ray workers, JVMs) and object-store use."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        import psutil
+
+        self._proc = psutil.Process()
+        self.peak_rss = 0
+        self.peak_store = 0
+        self._stop = threading.Event()
+        self._interval = interval
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import psutil
+
+        tick = 0
+        while not self._stop.is_set():
+            total = 0
+            try:
+                procs = [self._proc, *self._proc.children(recursive=True)]
+            except psutil.Error:
+                procs = [self._proc]
+            for p in procs:
+                try:
+                    # USS-like figure: resident minus shared file pages keeps the object store's
+                    # shared memory from being counted once per process that maps it.
+                    mem = p.memory_info()
+                    total += mem.rss - getattr(mem, "shared", 0)
+                except psutil.Error:
+                    pass
+            self.peak_rss = max(self.peak_rss, total)
+            if tick % 4 == 0:
+                self.peak_store = max(self.peak_store, _store_used())
+            tick += 1
+            self._stop.wait(self._interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+def _store_used() -> int:
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return 0
+        total = ray.cluster_resources().get("object_store_memory", 0)
+        free = ray.available_resources().get("object_store_memory", total)
+        return int(total - free)
+    except Exception:  # noqa: BLE001 - sampling must never break a run
+        return 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("benchmark")
+    ap.add_argument("contender")
+    ap.add_argument("--scale", default="small")
+    ap.add_argument("--calls", type=int, default=3, help="calls including the warm-up")
+    ap.add_argument("--cpus", type=int, default=2)
+    args = ap.parse_args()
+    os.environ.setdefault("RAYBRIDGE_PROGRESS_BARS", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
+    mod = importlib.import_module(f"integration.bench.bench_{args.benchmark}")
+    bench = mod.BENCHMARK
+    out: dict[str, object] = {"benchmark": bench.name, "contender": args.contender}
+    sampler = None
+    try:
+        if bench.needs_ray:
+            import ray
+
+            ray.init(num_cpus=args.cpus, include_dashboard=False, configure_logging=False,
+                     log_to_driver=False, **bench.ray_init)
+        run = bench.contenders[args.contender](args.scale)
+        sampler = PeakSampler().start()
+        figures = []
+        for _ in range(args.calls):
+            figures.append(float(run()))
+        out["figures"] = figures
+    except Exception as err:  # noqa: BLE001 - reported, not raised: other contenders still run
+        out["error"] = f"{type(err).__name__}: {err}"
+        out["traceback"] = traceback.format_exc()[-4000:]
+    finally:
+        if sampler is not None:
+            sampler.stop()
+            out["peak_rss"] = sampler.peak_rss
+            out["peak_store"] = sampler.peak_store
+    sys.stdout.write("BENCH-RESULT " + json.dumps(out) + "\n")
+    sys.stdout.flush()
+    _teardown()
+    os._exit(0)  # skip the slow interpreter teardown; the parent only needs the line above
+
+
+def _teardown() -> None:
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+if __name__ == "__main__":
+    main()
