@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
-Block = pa.Table
+Block: TypeAlias = pa.Table
 
 
 @dataclasses.dataclass
