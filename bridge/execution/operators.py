@@ -48,6 +48,9 @@ class PhysicalOp:
         return all(self._inputs_done)
 
     # -- work
+    def tick(self) -> None:
+        """Called once per executor loop round: housekeeping such as scaling an actor pool."""
+
     def can_dispatch(self) -> bool:
         return False
 
@@ -111,10 +114,10 @@ class InputOp(PhysicalOp):
             self.stats.bytes_out += b.size_bytes
 
 
-@ray.remote(num_returns=2)
-def _run_map_task(
-    transform: BlockTransform, op_name: str, index: int, read_task: ReadTask | None, *blocks: Block
+def run_block_transform(
+    transform: BlockTransform, op_name: str, index: int, read_task: ReadTask | None, blocks: tuple[Block, ...]
 ) -> tuple[Block, BlockMetadata]:
+    """Run ``transform`` over one input (a read task or blocks) into one output block; in a task or an actor."""
     with Timer() as timer:
         source = iter(read_task()) if read_task is not None else iter(blocks)
         outs = list(transform(source, TaskContext(index, op_name)))
@@ -125,6 +128,13 @@ def _run_map_task(
             if out.num_columns and out.column(0).num_chunks > 32:
                 out = out.combine_chunks()
     return out, BlockMetadata.of(out, exec_stats=timer.stats())
+
+
+@ray.remote(num_returns=2)
+def _run_map_task(
+    transform: BlockTransform, op_name: str, index: int, read_task: ReadTask | None, *blocks: Block
+) -> tuple[Block, BlockMetadata]:
+    return run_block_transform(transform, op_name, index, read_task, blocks)
 
 
 class MapOp(PhysicalOp):
@@ -265,7 +275,7 @@ class LimitOp(PhysicalOp):
                 new_ref = _slice_block.options(num_returns=2).remote(ref, 0, self.remaining)
                 block_ref, meta_ref = new_ref
                 refs.append(block_ref)
-                metas.append(ray.get(meta_ref))
+                metas.append(ray.get(meta_ref))  # type: ignore[arg-type]
                 self.remaining = 0
         if refs:
             out = RefBundle(refs, metas)
@@ -322,8 +332,15 @@ class UnionOp(PhysicalOp):
         super().__init__(name, deps)
         self._buffers: list[list[RefBundle]] = [[] for _ in deps]
         self._current = 0
+        self._schemas: dict[int, pa.Schema] = {}  # first non-empty schema of each input
 
     def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        from bridge.ops.zip_op import check_union_schemas  # raises SchemaMismatchError naming the columns
+
+        if bundle.num_rows and bundle.schema is not None and input_index not in self._schemas:
+            self._schemas[input_index] = bundle.schema
+            order = sorted(self._schemas)
+            check_union_schemas(self.name, [self._schemas[i] for i in order], order)
         self._buffers[input_index].append(bundle)
         self._drain()
 

@@ -41,7 +41,24 @@ def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
     """The physical operators for ``op``, in topological order (the last one is the output)."""
     ops: list[PhysicalOp] = []
     _build(op, ctx, ops)
+    if any(getattr(o, "uses_actors", False) for o in ops):
+        from bridge.execution.actor_pool import fit_pools_to_cluster
+
+        fit_pools_to_cluster(ops)
     return ops
+
+
+def _check_gpus(op: MapLike) -> None:
+    """Tasks asking for GPUs on a cluster without any would wait forever: say so now."""
+    if not op.num_gpus:
+        return
+    from bridge._ray import cluster_gpus
+
+    if cluster_gpus() == 0:
+        from bridge.errors import BridgeError
+
+        msg = f"{op.name}: asks for num_gpus={op.num_gpus:g}, but the Ray cluster has no GPUs"
+        raise BridgeError(msg, "run with num_gpus=0 (CPU), or on a GPU node / a cluster with GPU workers")
 
 
 def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp:
@@ -59,6 +76,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             phys = ACTOR_OP_BUILDER[0](group, deps, ctx)
             out.append(phys)
             return phys
+        _check_gpus(group[0])
         transform = _identity()
         for m in group:
             transform = transform + m.transform
@@ -71,6 +89,11 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         else:
             deps = [_build(child, ctx, out)]
             phys = MapOp(label, deps, transform, ctx, remote_args=_remote_args(group[0]), min_rows_per_bundle=min_rows)
+        caps = [m.concurrency if isinstance(m.concurrency, int) else m.concurrency[1]
+                for m in group if m.concurrency is not None and not isinstance(m.concurrency, bool)]
+        if caps:
+            # concurrency= on a plain function caps its tasks in flight (Ray Data's meaning).
+            phys.max_running = max(min(min(caps), phys.max_running), 1)
         out.append(phys)
         return phys
     if isinstance(op, Read):
@@ -85,6 +108,9 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
     elif isinstance(op, Union):
         deps = [_build(i, ctx, out) for i in op.inputs]
         phys = UnionOp(op.name, deps)
+    elif callable(getattr(op, "to_physical", None)):
+        # Logical operators defined outside this module plan themselves (e.g. iteration.epochs.Repeat).
+        phys = op.to_physical(ctx, lambda child: _build(child, ctx, out))  # type: ignore[attr-defined]
     else:
         from bridge.errors import BridgeError
 

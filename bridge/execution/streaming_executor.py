@@ -118,6 +118,8 @@ class StreamingExecutor:
 
     def _step(self) -> bool:
         """One round of the loop.  Returns True when everything is done."""
+        for op in self.ops:
+            op.tick()
         self._move_outputs()
         self._dispatch()
         self._move_outputs()
