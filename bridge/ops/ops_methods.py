@@ -1,10 +1,197 @@
 """Dataset methods for global (all-to-all) operations: shuffle, sort, groupby, aggregate, repartition, zip.
 
-:class:`bridge.dataset.Dataset` inherits this mixin.
+:class:`bridge.dataset.Dataset` inherits this mixin.  Each method appends an
+``AllToAll`` logical operator whose function (in ``bridge/ops/<op>.py``)
+runs map and reduce Ray tasks over pyarrow kernels; intermediate pieces stay
+in the object store (spilling to disk when it is full), never on the driver.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from bridge.errors import BridgeError
+from bridge.plan.logical import AllToAll
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset
+    from bridge.ops.aggregate import AggregateFn
+    from bridge.ops.grouped_data import GroupedData
+    from bridge.plan.logical import LogicalOp
+
 
 class GlobalOpsMethods:
     """All-to-all methods of :class:`bridge.Dataset`."""
+
+    _plan: LogicalOp
+
+    def _with(self, op: LogicalOp) -> Dataset:  # provided by Dataset
+        raise NotImplementedError
+
+    def _all_to_all(self, fn: Any, label: str) -> Dataset:
+        return self._with(AllToAll([self._plan], fn, label))
+
+    # ------------------------------------------------------------------ shuffle / sort / repartition
+    def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None) -> Dataset:
+        """Shuffle all rows across blocks.
+
+        With ``seed`` the output is identical on every run; without one, every
+        execution (every epoch) draws a new order.
+
+        Example:
+            >>> import bridge
+            >>> sorted(r["id"] for r in bridge.range(5).random_shuffle(seed=1).take_all())
+            [0, 1, 2, 3, 4]
+        """
+        from bridge.ops.shuffle import random_shuffle_fn
+
+        if num_blocks is not None and num_blocks < 1:
+            raise BridgeError(f"random_shuffle: num_blocks must be >= 1; got {num_blocks}", "pass num_blocks=None")
+        return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle")
+
+    def sort(self, key: str | list[str], descending: bool | list[bool] = False) -> Dataset:
+        """Sort rows by one or several columns; nulls (and NaN) come last.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"x": 2}, {"x": None}, {"x": 1}]).sort("x").take_all()
+            [{'x': 1}, {'x': 2}, {'x': None}]
+        """
+        from bridge.ops.sort import normalize_sort_keys, sort_fn
+
+        sort_keys = normalize_sort_keys(key, descending)
+        label = f"Sort({sort_keys})"
+        return self._all_to_all(sort_fn(sort_keys, label), label)
+
+    def repartition(self, num_blocks: int, *, shuffle: bool = False) -> Dataset:
+        """Exactly ``num_blocks`` blocks of near-equal row counts (order kept unless ``shuffle``).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10).repartition(3).num_blocks()
+            3
+        """
+        from bridge.ops.shuffle import random_shuffle_fn, repartition_fn
+
+        if not isinstance(num_blocks, int) or num_blocks < 1:
+            raise BridgeError(f"repartition: num_blocks must be an int >= 1; got {num_blocks!r}",
+                              "call repartition(8)")
+        if shuffle:
+            return self._all_to_all(random_shuffle_fn(None, num_blocks), f"Repartition[{num_blocks}, shuffle]")
+        return self._all_to_all(repartition_fn(num_blocks), f"Repartition[{num_blocks}]")
+
+    def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
+        """Keep each row with probability ``fraction`` (reproducible with ``seed``).
+
+        Example:
+            >>> import bridge
+            >>> 300 < bridge.range(1000).random_sample(0.5, seed=0).count() < 700
+            True
+        """
+        from bridge.ops.shuffle import random_sample_transform
+
+        if not 0.0 <= fraction <= 1.0:
+            raise BridgeError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
+        transform = random_sample_transform(fraction, seed)
+        return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined,no-any-return]
+
+    def zip(self, other: Dataset) -> Dataset:
+        """Columns of ``self`` and ``other`` side by side (row counts must be equal).
+
+        Clashing column names of ``other`` get a suffix: ``x`` becomes ``x_1``.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(2).zip(bridge.range(2)).take_all()
+            [{'id': 0, 'id_1': 0}, {'id': 1, 'id_1': 1}]
+        """
+        from bridge.ops.zip_op import zip_fn
+
+        return self._with(AllToAll([self._plan, other._plan], zip_fn("Zip"), "Zip"))
+
+    # ------------------------------------------------------------------ groupby / aggregate
+    def groupby(self, key: str | list[str]) -> GroupedData:
+        """Group rows by one or several key columns.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"k": 1}, {"k": 1}, {"k": 2}]).groupby("k").count().take_all()
+            [{'k': 1, 'count()': 2}, {'k': 2, 'count()': 1}]
+        """
+        from bridge.ops.grouped_data import GroupedData
+
+        keys = [key] if isinstance(key, str) else list(key)
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise BridgeError(f"groupby: key must be a column name or a list of them; got {key!r}",
+                              'call ds.groupby("k") or ds.groupby(["k1", "k2"])')
+        return GroupedData(self, keys)  # type: ignore[arg-type]
+
+    def aggregate(self, *aggs: AggregateFn) -> dict[str, Any]:
+        """Whole-Dataset aggregations -> ``{name: value}``.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(4).aggregate(bridge.Count(), bridge.Sum("id"))
+            {'count()': 4, 'sum(id)': 6}
+        """
+        from bridge.ops.groupby import aggregate_fn
+        from bridge.ops.grouped_data import check_aggs
+
+        aggs_list = check_aggs("aggregate", aggs)
+        label = f"Aggregate({', '.join(a.name for a in aggs_list)})"
+        rows = self._all_to_all(aggregate_fn([], aggs_list, label), label).take_all()
+        if not rows:  # no rows at all: counts are 0, everything else undefined
+            from bridge.ops.aggregate import Count
+
+            return {a.name: 0 if isinstance(a, Count) else None for a in aggs_list}
+        return rows[0]
+
+    def _column_aggregate(self, cls: Any, on: str | list[str], **kwargs: Any) -> Any:
+        columns = [on] if isinstance(on, str) else list(on)
+        aggs = [cls(c, **kwargs) for c in columns]
+        result = self.aggregate(*aggs)
+        if isinstance(on, str):
+            return result[aggs[0].name]
+        return {c: result[a.name] for c, a in zip(columns, aggs)}
+
+    def sum(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
+        """Sum of a column (or ``{column: sum}`` for a list); null when no non-null value."""
+        from bridge.ops.aggregate import Sum
+
+        return self._column_aggregate(Sum, on, ignore_nulls=ignore_nulls)
+
+    def min(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
+        """Smallest value of a column (or ``{column: min}``)."""
+        from bridge.ops.aggregate import Min
+
+        return self._column_aggregate(Min, on, ignore_nulls=ignore_nulls)
+
+    def max(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
+        """Largest value of a column (or ``{column: max}``)."""
+        from bridge.ops.aggregate import Max
+
+        return self._column_aggregate(Max, on, ignore_nulls=ignore_nulls)
+
+    def mean(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
+        """Mean of a column (or ``{column: mean}``)."""
+        from bridge.ops.aggregate import Mean
+
+        return self._column_aggregate(Mean, on, ignore_nulls=ignore_nulls)
+
+    def std(self, on: str | list[str], ddof: int = 1, ignore_nulls: bool = True) -> Any:
+        """Standard deviation of a column (``ddof=1`` like pandas), or ``{column: std}``."""
+        from bridge.ops.aggregate import Std
+
+        return self._column_aggregate(Std, on, ddof=ddof, ignore_nulls=ignore_nulls)
+
+    def unique(self, column: str, ignore_nulls: bool = False) -> list[Any]:
+        """The distinct values of ``column`` (order unspecified; null included unless ``ignore_nulls``).
+
+        Example:
+            >>> import bridge
+            >>> sorted(bridge.from_items([{"x": 1}, {"x": 2}, {"x": 1}]).unique("x"))
+            [1, 2]
+        """
+        from bridge.ops.aggregate import Unique
+
+        return self._column_aggregate(Unique, column, ignore_nulls=ignore_nulls) or []

@@ -1,0 +1,296 @@
+"""Aggregations: the built-ins (Count, Sum, Min, Max, Mean, Std, Unique) and user-defined AggregateFn.
+
+An aggregation runs in two steps so that it can be computed per block and
+then combined (see :mod:`bridge.ops.groupby`):
+
+* **map**: per block and group, a few *state* columns computed by one
+  ``pyarrow.Table.group_by(keys).aggregate(...)`` over all aggregations;
+* **merge**: the states of all blocks combined per group (again
+  ``group_by().aggregate``, or NumPy over group ids for Std and Unique), then
+  ``finalize`` turns the merged states into the output column.
+
+Null rules (written here because users depend on them): with
+``ignore_nulls=True`` (default) nulls are skipped, and a group without a
+single non-null value gives null for Sum/Min/Max/Mean/Std (pandas gives 0 for
+Sum; we do not invent a value); with ``ignore_nulls=False`` any null makes the
+result null.  Std uses ``ddof=1`` by default, like pandas.
+
+A user-defined :class:`AggregateFn` gives Python callables, run once per group.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge.block import Block
+
+#: A pyarrow aggregation: (column or [] for count_all, function, options).
+Spec = tuple[Any, str, Any]
+
+
+class AggregateFn:
+    """An aggregation over the rows of each group (or of the whole Dataset).
+
+    Args:
+        init: ``init(key) -> accumulator`` for a group (``key`` is the group's key
+            value, a tuple for several keys, ``None`` for a whole-Dataset aggregate).
+        merge: ``merge(acc1, acc2) -> accumulator``, combining partial results.
+        accumulate_block: ``accumulate_block(acc, block) -> acc`` over a
+            ``pyarrow.Table`` holding rows of one group (vectorised; preferred).
+        accumulate_row: ``accumulate_row(acc, row) -> acc`` per row dict (slower).
+        finalize: ``finalize(acc) -> value``; identity when omitted.
+        name: Output column name.
+
+    Example:
+        >>> import bridge, pyarrow.compute as pc
+        >>> longest = bridge.AggregateFn(
+        ...     init=lambda k: 0, merge=max, name="longest",
+        ...     accumulate_block=lambda acc, b: max(acc, pc.max(pc.utf8_length(b["s"])).as_py() or 0))
+        >>> bridge.from_items([{"s": "ab"}, {"s": "abcd"}]).aggregate(longest)
+        {'longest': 4}
+    """
+
+    def __init__(
+        self,
+        init: Callable[[Any], Any],
+        merge: Callable[[Any, Any], Any],
+        accumulate_row: Callable[[Any, dict[str, Any]], Any] | None = None,
+        accumulate_block: Callable[[Any, Block], Any] | None = None,
+        finalize: Callable[[Any], Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if (accumulate_row is None) == (accumulate_block is None):
+            from bridge.errors import BridgeError
+
+            msg = "AggregateFn needs exactly one of accumulate_row or accumulate_block"
+            raise BridgeError(msg, "pass accumulate_block=lambda acc, block: ... (a pyarrow.Table per group)")
+        self.init = init
+        self.merge = merge
+        self.accumulate_row = accumulate_row
+        self.accumulate_block = accumulate_block
+        self.finalize = finalize
+        self.name = name or "aggregate"
+
+    # -- the engine's protocol; built-ins override these with pyarrow kernels
+    def map_specs(self) -> list[Spec] | None:
+        """pyarrow aggregations producing this aggregation's state columns; ``None``: Python accumulators."""
+        return None
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        """Per state column, the pyarrow function that merges it by group (``None``: done in ``finalize``)."""
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        """Output column (one value per group) from merged states, the raw states and their group ids."""
+        blobs = states[0].to_pylist()
+        accs: list[Any] = [None] * n
+        seen = [False] * n
+        for g, blob in zip(gid.tolist(), blobs):
+            acc = pickle.loads(blob)
+            accs[g] = self.merge(accs[g], acc) if seen[g] else acc
+            seen[g] = True
+        values = [self.finalize(a) if self.finalize is not None else a for a in accs]
+        return _to_arrow_values(values)
+
+    def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
+        """Python accumulators, one per group: ``rows[g]`` are the block rows of group ``g``."""
+        out = []
+        for key, idx in zip(keys, rows):
+            part = block.take(idx.values)
+            acc = self.init(key)
+            if self.accumulate_block is not None:
+                acc = self.accumulate_block(acc, part)
+            else:
+                assert self.accumulate_row is not None
+                for row in part.to_pylist():
+                    acc = self.accumulate_row(acc, row)
+            out.append(pickle.dumps(acc))
+        return pa.array(out, pa.binary())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+def _to_arrow_values(values: list[Any]) -> pa.Array:
+    if values and all(isinstance(v, np.ndarray) for v in values):
+        from bridge.batch import to_block
+
+        return to_block({"v": np.asarray(values, dtype=object)}).column("v").combine_chunks()
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([pickle.dumps(v) for v in values], pa.binary())
+
+
+class _Builtin(AggregateFn):
+    """Base of the built-ins: pyarrow kernels only, no Python per group or row."""
+
+    def __init__(self, on: str | None, ignore_nulls: bool, alias_name: str | None, label: str) -> None:
+        self.on = on
+        self.ignore_nulls = ignore_nulls
+        self.name = alias_name or f"{label}({on or ''})"
+        self.finalize = None
+
+    def _opts(self) -> pc.ScalarAggregateOptions:
+        return pc.ScalarAggregateOptions(skip_nulls=self.ignore_nulls, min_count=1)
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        out = merged[0]
+        assert out is not None
+        return out
+
+
+class Count(_Builtin):
+    """Rows per group (``Count()``), or non-null values of ``on`` (``Count("x")``).
+
+    Example:
+        >>> import bridge
+        >>> bridge.range(10).aggregate(bridge.Count())
+        {'count()': 10}
+    """
+
+    def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "count")
+
+    def map_specs(self) -> list[Spec]:
+        if self.on is None:
+            return [([], "count_all", None)]
+        return [(self.on, "count", pc.CountOptions("only_valid" if self.ignore_nulls else "all"))]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", None)]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        assert merged[0] is not None
+        return merged[0].fill_null(0)
+
+
+class Sum(_Builtin):
+    """Sum of ``on`` (null for a group without non-null values)."""
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "sum")
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "sum", self._opts())]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", self._opts())]
+
+
+class Min(_Builtin):
+    """Smallest value of ``on`` (numbers, strings, timestamps, ...)."""
+
+    _fn = "min"
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, self._fn)
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, self._fn, self._opts())]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [(self._fn, self._opts())]
+
+
+class Max(Min):
+    """Largest value of ``on``."""
+
+    _fn = "max"
+
+
+class Mean(_Builtin):
+    """Arithmetic mean of ``on`` as float64."""
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "mean")
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "sum", self._opts()), (self.on, "count", pc.CountOptions("only_valid"))]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", self._opts()), ("sum", None)]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        total, count = merged
+        assert total is not None and count is not None
+        mean = pc.divide(pc.cast(total, pa.float64()), pc.cast(count, pa.float64()))
+        return pc.if_else(pc.greater(count, 0), mean, pa.scalar(None, pa.float64()))
+
+
+class Std(_Builtin):
+    """Standard deviation of ``on`` (``ddof=1`` like pandas), merged exactly.
+
+    Each block keeps (count, mean, M2) per group; the merge uses the parallel
+    formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)`` in NumPy over group
+    ids, which stays accurate when the mean is large against the spread.
+    """
+
+    def __init__(self, on: str, ddof: int = 1, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "std")
+        self.ddof = ddof
+
+    def map_specs(self) -> list[Spec]:
+        return [
+            (self.on, "count", pc.CountOptions("only_valid")),
+            (self.on, "mean", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+            (self.on, "variance", pc.VarianceOptions(ddof=0, skip_nulls=True, min_count=1)),
+            (self.on, "count", pc.CountOptions("only_null")),
+        ]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", None), None, None, ("sum", None)]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        counts = states[0].to_numpy(zero_copy_only=False).astype(np.float64)
+        means = states[1].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+        m2 = states[2].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64) * counts
+        total = np.bincount(gid, counts, minlength=n)
+        safe_total = np.where(total > 0, total, 1.0)
+        group_mean = np.bincount(gid, counts * means, minlength=n) / safe_total
+        spread = np.bincount(gid, m2 + counts * (means - group_mean[gid]) ** 2, minlength=n)
+        denom = total - self.ddof
+        std = np.sqrt(np.where(denom > 0, spread, 0.0) / np.where(denom > 0, denom, 1.0))
+        valid = denom > 0
+        nulls = merged[3]
+        if not self.ignore_nulls and nulls is not None:
+            valid &= nulls.to_numpy(zero_copy_only=False) == 0
+        return pa.array(std, pa.float64(), mask=~valid)
+
+
+class Unique(_Builtin):
+    """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``)."""
+
+    def __init__(self, on: str, ignore_nulls: bool = False, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "unique")
+
+    def _count(self) -> pc.CountOptions:
+        return pc.CountOptions("only_valid" if self.ignore_nulls else "all")
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "distinct", self._count())]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        lists = states[0]
+        values = pc.list_flatten(lists)
+        owner = pa.array(gid[pc.list_parent_indices(lists).to_numpy()])
+        table = pa.table({"g": owner, "v": values})
+        per_group = table.group_by("g", use_threads=False).aggregate([("v", "distinct", self._count())])
+        per_group = per_group.take(pc.sort_indices(per_group["g"]))
+        found = per_group.column(per_group.column_names.index("v_distinct")).combine_chunks()
+        lengths = np.zeros(n, dtype=np.int32)
+        lengths[per_group["g"].to_numpy()] = pc.list_value_length(found).to_numpy(zero_copy_only=False)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, pc.list_flatten(found))
+
+
+__all__ = ["AggregateFn", "Count", "Max", "Mean", "Min", "Std", "Sum", "Unique"]

@@ -1,0 +1,235 @@
+"""Map -> reduce exchange over Ray tasks: the machinery every all-to-all operator shares.
+
+An all-to-all operator receives every input :class:`RefBundle` on the driver
+(see :class:`bridge.plan.logical.AllToAll`), then:
+
+1. submits one *map* task per input block, which cuts its block into
+   ``n_out`` pieces (``num_returns=n_out``: each piece is its own object, so
+   it stays in the object store and spills to disk when the store is full);
+2. submits one *reduce* task per output partition, which receives its piece
+   from every map task and returns ``(block, metadata)``.
+
+Only metadata and small key samples ever reach the driver.  Map and reduce
+functions are plain module-level functions passed to two generic remote
+tasks, so each operator writes pure ``pyarrow.Table -> pyarrow.Table`` code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+
+from bridge.block import Block, BlockMetadata, Timer, concat_blocks
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+
+#: ``[(column, "ascending" | "descending"), ...]``
+SortKeys = list[tuple[str, str]]
+
+#: Rows each block contributes to the sample that picks range boundaries.
+SAMPLES_PER_BLOCK = 100
+
+_BOUNDARY_TAG = "__raybridge_boundary"
+
+
+def sort_indices(table: pa.Table, sort_keys: SortKeys) -> pa.Array:
+    """Row order of ``table`` by ``sort_keys``, nulls (and NaN) last in either direction."""
+    return pc.sort_indices(table, sort_keys=[(c, o, "at_end") for c, o in sort_keys])
+
+
+def sort_table(table: pa.Table, sort_keys: SortKeys) -> pa.Table:
+    if table.num_rows <= 1:
+        return table
+    return table.take(sort_indices(table, sort_keys))
+
+
+def flatten_refs(bundles: Sequence[RefBundle]) -> tuple[list[ray.ObjectRef], list[BlockMetadata]]:
+    refs = [r for b in bundles for r in b.refs]
+    metas = [m for b in bundles for m in b.metas]
+    return refs, metas
+
+
+def input_schema(metas: Sequence[BlockMetadata]) -> pa.Schema | None:
+    """The schema of the first non-empty block (or of any block), from metadata only."""
+    fallback = None
+    for m in metas:
+        if m.schema is not None and len(m.schema):
+            if m.num_rows:
+                return m.schema
+            fallback = fallback or m.schema
+    return fallback
+
+
+def check_columns(op: str, columns: Sequence[str], schema: pa.Schema | None) -> None:
+    """Raise :class:`SchemaMismatchError` naming any of ``columns`` the Dataset lacks."""
+    if schema is None:
+        return
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        from bridge.errors import SchemaMismatchError
+
+        msg = f"{op}: column(s) {missing} not found; the Dataset has columns {schema.names}"
+        raise SchemaMismatchError(msg, "pass one of the existing column names (see ds.schema())")
+
+
+# ------------------------------------------------------------------ generic tasks
+
+
+@ray.remote
+def _map_task(map_fn: Callable[..., list[Block]], n_out: int, index: int, block: Block, *args: Any) -> Any:
+    pieces = map_fn(block, index, *args)
+    assert len(pieces) == n_out, (len(pieces), n_out)
+    return pieces[0] if n_out == 1 else tuple(pieces)
+
+
+@ray.remote(num_returns=2)
+def _reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any, *pieces: Block) -> tuple[Block, BlockMetadata]:
+    with Timer() as timer:
+        out = reduce_fn(list(pieces), index, *args)
+    return out, BlockMetadata.of(out, exec_stats=timer.stats())
+
+
+def run_map(
+    map_fn: Callable[..., list[Block]], refs: Sequence[ray.ObjectRef], n_out: int, ctx: DataContext, *args: Any
+) -> list[list[ray.ObjectRef]]:
+    """Submit ``map_fn(block, index, *args) -> n_out pieces`` per block; returns piece refs per reducer."""
+    by_reducer: list[list[ray.ObjectRef]] = [[] for _ in range(n_out)]
+    task = _map_task.options(num_returns=n_out, max_retries=ctx.max_task_retries)
+    for i, ref in enumerate(refs):
+        out = task.remote(map_fn, n_out, i, ref, *args)
+        out = [out] if n_out == 1 else out
+        for j, piece in enumerate(out):
+            by_reducer[j].append(piece)
+    return by_reducer
+
+
+def run_reduce(
+    reduce_fn: Callable[..., Block], pieces_by_reducer: list[list[ray.ObjectRef]], ctx: DataContext, *args: Any
+) -> list[RefBundle]:
+    """Submit ``reduce_fn(pieces, index, *args) -> block`` per partition; wait for the metadata only."""
+    task = _reduce_task.options(max_retries=ctx.max_task_retries)
+    outs = [task.remote(reduce_fn, j, args, *pieces) for j, pieces in enumerate(pieces_by_reducer)]
+    pieces_by_reducer.clear()  # the tasks hold what they need; let finished pieces go
+    metas = ray.get([m for _, m in outs])
+    return [RefBundle([b], [m]) for (b, _), m in zip(outs, metas)]
+
+
+# ------------------------------------------------------------------ range partitioning
+
+
+@ray.remote
+def _sample_task(block: Block, columns: list[str], k: int, seed: int) -> Block:
+    if block.num_rows == 0 or not all(c in block.column_names for c in columns):
+        return pa.table({})
+    keys = block.select(columns)
+    if keys.num_rows <= k:
+        return keys
+    rng = np.random.default_rng(seed)
+    return keys.take(pa.array(rng.choice(keys.num_rows, size=k, replace=False)))
+
+
+def sample_boundaries(
+    refs: Sequence[ray.ObjectRef], sort_keys: SortKeys, n_out: int, *, distinct: bool = False, seed: int = 0
+) -> pa.Table | None:
+    """At most ``n_out - 1`` boundary rows that split the key space into ranges of similar size.
+
+    Each block contributes a small random sample (a Ray task; only the sample
+    reaches the driver).  ``distinct`` drops repeated boundaries, for
+    groupings where equal keys must share a partition anyway.
+    """
+    if n_out <= 1 or not refs:
+        return None
+    columns = [c for c, _ in sort_keys]
+    samples = ray.get([_sample_task.remote(r, columns, SAMPLES_PER_BLOCK, seed + i) for i, r in enumerate(refs)])
+    samples = [s for s in samples if s.num_rows]
+    if not samples:
+        return None
+    sample = sort_table(concat_blocks(samples), sort_keys)
+    if distinct:
+        sample = sort_table(sample.group_by(columns, use_threads=False).aggregate([]).select(columns), sort_keys)
+    if sample.num_rows == 0:
+        return None
+    positions = sorted({int(i * sample.num_rows / n_out) for i in range(1, n_out)} - {0} or {0})
+    return sample.take(pa.array(positions, pa.int64()))
+
+
+def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> list[Block]:
+    """Cut ``block`` into ``n_out`` pieces: row ``i`` goes to piece ``part[i]`` (order kept within a piece).
+
+    A stable argsort of small integers is a radix sort (O(n)); then one ``take``
+    and zero-copy slices.
+    """
+    if n_out == 1:
+        return [block]
+    order = np.argsort(part, kind="stable")
+    counts = np.bincount(part, minlength=n_out)
+    grouped = block.take(pa.array(order))
+    edges = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [grouped.slice(edges[j], edges[j + 1] - edges[j]) for j in range(n_out)]
+
+
+def _numeric_partition(table: Block, bounds: pa.Table, sort_keys: SortKeys) -> np.ndarray | None:
+    """Partition ids by binary search, for one numeric key without nulls or NaN; else ``None``."""
+    if len(sort_keys) != 1:
+        return None
+    column, order = sort_keys[0]
+    col, bcol = table.column(column), bounds.column(column)
+    if col.null_count or bcol.null_count or not (
+        pa.types.is_integer(col.type) or pa.types.is_floating(col.type)) or col.type != bcol.type:
+        return None
+    keys = col.to_numpy()
+    edges = bcol.to_numpy()
+    if keys.dtype.kind == "f" and (np.isnan(keys).any() or np.isnan(edges).any()):
+        return None
+    # A row equal to a boundary belongs to the range before it (as in the tagged sort below).
+    if order == "ascending":
+        part = np.searchsorted(edges, keys, side="left")
+    else:
+        part = len(edges) - np.searchsorted(edges[::-1], keys, side="right")
+    return part.astype(np.uint16 if len(edges) < np.iinfo(np.uint16).max else np.uint32)
+
+
+def range_split(
+    table: Block, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int, *, sort: bool = True
+) -> list[Block]:
+    """Cut ``table`` into ``n_out`` pieces at the boundary rows (each piece sorted unless ``sort=False``).
+
+    With ``sort=False`` and a single numeric key, rows are placed by binary
+    search over the boundaries and a radix partition, without sorting the block.
+
+    Boundaries are appended to the key columns, tagged, and sorted together
+    with the rows; a row equal to a boundary sorts before it, in every block,
+    so equal keys always land in the same piece.  Works for any sortable types
+    and several keys without comparing rows in Python.
+    """
+    if bounds is None or bounds.num_rows == 0 or table.num_rows == 0:
+        first = sort_table(table, sort_keys) if sort else table
+        return [first] + [table.slice(0, 0)] * (n_out - 1)
+    if not sort:
+        part = _numeric_partition(table, bounds, sort_keys)
+        if part is not None:
+            pieces = split_by_partition(table, part, bounds.num_rows + 1)
+            return pieces + [table.slice(0, 0)] * (n_out - len(pieces))
+    columns = [c for c, _ in sort_keys]
+    keys = table.select(columns)
+    bounds = bounds.select(columns)
+    n = table.num_rows
+    tagged = concat_blocks([
+        keys.append_column(_BOUNDARY_TAG, pa.array(np.zeros(n, dtype=np.int8))),
+        bounds.append_column(_BOUNDARY_TAG, pa.array(np.ones(bounds.num_rows, dtype=np.int8))),
+    ])
+    order = sort_indices(tagged, [*sort_keys, (_BOUNDARY_TAG, "ascending")]).to_numpy()
+    is_bound = order >= n
+    data_order = order[~is_bound]
+    # Position of each boundary among data rows = rows sorted before it.
+    cuts = np.flatnonzero(is_bound) - np.arange(int(is_bound.sum()))
+    sorted_table = table.take(pa.array(data_order))
+    edges = [0, *cuts.tolist(), n]
+    pieces = [sorted_table.slice(s, e - s) for s, e in zip(edges[:-1], edges[1:])]
+    pieces += [table.slice(0, 0)] * (n_out - len(pieces))
+    return pieces

@@ -1,0 +1,199 @@
+"""groupby / aggregate / map_groups as range-partitioning exchanges.
+
+Aggregation: each map task computes the aggregation *states* of its block per
+group (one ``Table.group_by(keys).aggregate``), then cuts that small table at
+sampled key boundaries; each reduce task merges the states of its key range
+and finalises them.  So a groupby over 20M rows with 1,000 groups moves a few
+thousand state rows between tasks, not the rows themselves.  Output rows are
+sorted by the keys (nulls last); null keys form a group of their own.
+
+``map_groups`` moves the rows themselves: every group lands whole in one
+reduce task, sorted by key, and the user's function sees one group at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge import batch as batch_mod
+from bridge.block import Block, concat_blocks
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+from bridge.execution.transform import TaskContext, UserFn, call_user_fn
+from bridge.ops import exchange
+from bridge.ops.aggregate import AggregateFn
+
+_ROW = "__raybridge_row"
+#: The constant key a whole-Dataset aggregate groups by.
+_ALL = "__raybridge_all"
+
+
+def _aggregate(table: pa.Table, keys: list[str], specs: list[Any], names: list[str]) -> pa.Table:
+    """``group_by(keys).aggregate(specs)`` with the result columns renamed to ``keys + names``."""
+    out = table.group_by(keys, use_threads=False).aggregate(specs)
+    # pyarrow >= 13 puts the keys first; older releases put them last.
+    order = keys + names if out.column_names[: len(keys)] == keys else names + keys
+    return out.rename_columns(order).select(keys + names)
+
+
+def _spec(col: Any, fn: str, opts: Any) -> tuple[Any, ...]:
+    return (col, fn) if opts is None else (col, fn, opts)
+
+
+def _with_row_ids(table: pa.Table) -> pa.Table:
+    return table.append_column(_ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
+def _key_values(groups: pa.Table, keys: list[str]) -> list[Any]:
+    if keys == [_ALL]:
+        return [None] * groups.num_rows
+    if len(keys) == 1:
+        return groups.column(keys[0]).to_pylist()
+    return list(zip(*[groups.column(k).to_pylist() for k in keys]))
+
+
+def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
+    """One row per group of ``block``: the keys and every aggregation's state columns."""
+    specs, names, python_aggs = [], [], []
+    for i, agg in enumerate(aggs):
+        map_specs = agg.map_specs()
+        if map_specs is None:
+            python_aggs.append(i)
+            continue
+        for j, (col, fn, opts) in enumerate(map_specs):
+            specs.append(_spec(col, fn, opts))
+            names.append(f"__s{i}_{j}")
+    work = _with_row_ids(block) if python_aggs else block
+    if python_aggs:
+        specs.append((_ROW, "list"))
+        names.append(_ROW)
+    out = _aggregate(work, keys, specs, names)
+    for i in python_aggs:
+        states = aggs[i].accumulate_groups(block, _key_values(out, keys), out.column(_ROW).combine_chunks())
+        out = out.append_column(f"__s{i}_0", states)
+    order = keys + [f"__s{i}_{j}" for i, a in enumerate(aggs) for j in range(len(a.merge_specs()))]
+    return out.select(order)
+
+
+def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
+    """Merge state rows of the same group and finalise: keys + one column per aggregation, sorted by keys."""
+    states = _with_row_ids(concat_blocks([p for p in partials if p.num_columns] or partials[:1]))
+    specs, names = [], []
+    for i, agg in enumerate(aggs):
+        for j, merge in enumerate(agg.merge_specs()):
+            if merge is not None:
+                specs.append(_spec(f"__s{i}_{j}", merge[0], merge[1]))
+                names.append(f"__m{i}_{j}")
+    specs.append((_ROW, "list"))
+    names.append(_ROW)
+    merged = _aggregate(states, keys, specs, names)
+    # Group id of every state row, from the row lists: lets NumPy merge what pyarrow cannot.
+    lists = merged.column(_ROW).combine_chunks()
+    gid = np.empty(states.num_rows, dtype=np.int64)
+    gid[pc.list_flatten(lists).to_numpy()] = pc.list_parent_indices(lists).to_numpy()
+    n = merged.num_rows
+    out = merged.select(keys)
+    for i, agg in enumerate(aggs):
+        merge_specs = agg.merge_specs()
+        done = [merged.column(f"__m{i}_{j}").combine_chunks() if m is not None else None
+                for j, m in enumerate(merge_specs)]
+        raw = [states.column(f"__s{i}_{j}").combine_chunks() for j in range(len(merge_specs))]
+        out = out.append_column(agg.name, agg.finish(done, raw, gid, n))
+    return exchange.sort_table(out, [(k, "ascending") for k in keys])
+
+
+# ------------------------------------------------------------------ exchange functions
+
+
+def _agg_map(block: Block, index: int, keys: list[str], aggs: list[AggregateFn], bounds: pa.Table | None,
+             n_out: int) -> list[Block]:
+    if block.num_columns == 0:
+        return [block] * n_out
+    if keys == [_ALL]:
+        block = block.append_column(_ALL, pa.array(np.zeros(block.num_rows, dtype=np.int8)))
+    states = partial_states(block, keys, aggs)
+    return exchange.range_split(states, bounds, [(k, "ascending") for k in keys], n_out)
+
+
+def _agg_reduce(pieces: list[Block], index: int, keys: list[str], aggs: list[AggregateFn]) -> Block:
+    if not any(p.num_columns for p in pieces):
+        return pa.table({})
+    out = merge_states(pieces, keys, aggs)
+    return out.drop_columns([_ALL]) if keys == [_ALL] else out
+
+
+def _columns_used(aggs: list[AggregateFn]) -> list[str]:
+    return [on for a in aggs if isinstance(on := getattr(a, "on", None), str)]
+
+
+def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
+    """The ``AllToAll`` function of ``groupby(keys).aggregate(*aggs)`` (``keys=[]``: whole Dataset)."""
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        refs, metas = exchange.flatten_refs(bundles)
+        bundles.clear()
+        if not refs:
+            return []
+        exchange.check_columns(label, keys + _columns_used(aggs), exchange.input_schema(metas))
+        group_keys = keys or [_ALL]
+        sort_keys = [(k, "ascending") for k in group_keys]
+        bounds = exchange.sample_boundaries(refs, sort_keys, len(refs), distinct=True) if keys else None
+        n_out = 1 if bounds is None else bounds.num_rows + 1
+        pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, aggs, bounds, n_out)
+        del refs
+        return exchange.run_reduce(_agg_reduce, pieces, ctx, group_keys, aggs)
+
+    return run
+
+
+def _partition_rows(block: Block, index: int, bounds: pa.Table | None, sort_keys: exchange.SortKeys,
+                    n_out: int) -> list[Block]:
+    return exchange.range_split(block, bounds, sort_keys, n_out)
+
+
+def _map_groups_reduce(pieces: list[Block], index: int, keys: list[str], user: UserFn, batch_format: str,
+                       label: str) -> Block:
+    from bridge.errors import UserCodeError
+
+    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    if block.num_rows == 0:
+        return block
+    block = exchange.sort_table(block, [(k, "ascending") for k in keys])
+    # Rows of a group are contiguous after the sort: its first row and size give its slice.
+    spans = _aggregate(_with_row_ids(block), keys, [(_ROW, "min"), (_ROW, "count")], ["start", "size"])
+    spans = spans.sort_by("start")
+    fn = user.resolve(label)
+    outs = []
+    for g, (start, size) in enumerate(zip(spans["start"].to_pylist(), spans["size"].to_pylist())):
+        batch = batch_mod.to_batch(block.slice(start, size), batch_format)
+        result = call_user_fn(fn, batch, user, TaskContext(index, label), label)
+        try:
+            outs.append(batch_mod.to_block(result, block.schema))
+        except batch_mod.BatchTypeError as err:
+            msg = f"{label}: the function returned something raybridge cannot use (group {g} of partition {index}): {err}"
+            raise UserCodeError(msg, "return a dict of column -> array, a pandas.DataFrame or a pyarrow.Table",
+                                operator=label, block_index=index, original=err) from err
+    return concat_blocks(outs) if outs else block.slice(0, 0)
+
+
+def map_groups_fn(keys: list[str], user: UserFn, batch_format: str, label: str) -> Any:
+    """The ``AllToAll`` function of ``groupby(keys).map_groups(fn)``."""
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        refs, metas = exchange.flatten_refs(bundles)
+        bundles.clear()
+        if not refs:
+            return []
+        exchange.check_columns(label, keys, exchange.input_schema(metas))
+        sort_keys = [(k, "ascending") for k in keys]
+        bounds = exchange.sample_boundaries(refs, sort_keys, len(refs), distinct=True)
+        n_out = 1 if bounds is None else bounds.num_rows + 1
+        pieces = exchange.run_map(_partition_rows, refs, n_out, ctx, bounds, sort_keys, n_out)
+        del refs
+        return exchange.run_reduce(_map_groups_reduce, pieces, ctx, keys, user, batch_format, label)
+
+    return run

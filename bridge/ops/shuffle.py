@@ -1,0 +1,126 @@
+"""random_shuffle, repartition and random_sample as all-to-all (or per-block) operators.
+
+A shuffle is map -> reduce: each map task gives every row a random output
+partition and cuts its block into one piece per partition (a radix sort on the
+partition ids, then zero-copy slices); each reduce task concatenates its
+pieces and permutes them.  With a seed, both steps draw from generators seeded
+by ``(seed, task index)``, so the output is identical on every run; without one,
+a fresh seed is drawn each time the plan runs, so every epoch differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import ray
+
+from bridge.block import Block, BlockMetadata, compact, concat_blocks
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+from bridge.execution.transform import BlockTransform, TaskContext
+from bridge.ops import exchange
+
+
+def _rng(seed: int, index: int, stage: int) -> np.random.Generator:
+    return np.random.default_rng([seed, index, stage])
+
+
+def _shuffle_map(block: Block, index: int, n_out: int, seed: int) -> list[Block]:
+    if n_out == 1 or block.num_rows == 0:
+        return [block] * n_out
+    dtype = np.uint16 if n_out <= np.iinfo(np.uint16).max else np.uint32
+    part = _rng(seed, index, 0).integers(0, n_out, size=block.num_rows, dtype=dtype)
+    return exchange.split_by_partition(block, part, n_out)
+
+
+def _shuffle_reduce(pieces: list[Block], index: int, seed: int) -> Block:
+    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    if block.num_rows <= 1:
+        return compact(block)
+    perm = _rng(seed, index, 1).permutation(block.num_rows)
+    return block.take(pa.array(perm))
+
+
+def _fresh_seed() -> int:
+    return int(np.random.SeedSequence().generate_state(2, np.uint64)[0] % (2**63))
+
+
+def random_shuffle_fn(seed: int | None, num_blocks: int | None) -> Any:
+    """The ``AllToAll`` function of ``random_shuffle``."""
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        refs, metas = exchange.flatten_refs(bundles)
+        bundles.clear()  # the map tasks keep their inputs alive; nothing else needs to
+        if not refs or sum(m.num_rows for m in metas) == 0:
+            return [RefBundle(refs, metas)] if refs else []
+        this_seed = _fresh_seed() if seed is None else int(seed)
+        n_out = num_blocks or len(refs)
+        pieces = exchange.run_map(_shuffle_map, refs, n_out, ctx, n_out, this_seed)
+        del refs
+        return exchange.run_reduce(_shuffle_reduce, pieces, ctx, this_seed)
+
+    return run
+
+
+# ------------------------------------------------------------------ repartition without shuffle
+
+
+@ray.remote(num_returns=2)
+def _concat_slices(spans: list[tuple[int, int]], *blocks: Block) -> tuple[Block, BlockMetadata]:
+    parts = [b.slice(start, length) for b, (start, length) in zip(blocks, spans)]
+    out = compact(concat_blocks([p for p in parts if p.num_columns] or parts[:1]))
+    return out, BlockMetadata.of(out)
+
+
+def row_spans(metas: list[BlockMetadata], start: int, stop: int) -> list[tuple[int, int, int]]:
+    """``(block index, offset, length)`` covering global rows ``start..stop`` of the blocks."""
+    spans = []
+    offset = 0
+    for i, m in enumerate(metas):
+        lo, hi = max(start, offset), min(stop, offset + m.num_rows)
+        if lo < hi:
+            spans.append((i, lo - offset, hi - lo))
+        offset += m.num_rows
+        if offset >= stop:
+            break
+    return spans
+
+
+def repartition_fn(num_blocks: int) -> Any:
+    """The ``AllToAll`` function of ``repartition(n, shuffle=False)``: rows keep their order."""
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        refs, metas = exchange.flatten_refs(bundles)
+        bundles.clear()
+        if not refs:
+            return []
+        total = sum(m.num_rows for m in metas)
+        task = _concat_slices.options(max_retries=ctx.max_task_retries)
+        outs = []
+        for j in range(num_blocks):
+            start, stop = total * j // num_blocks, total * (j + 1) // num_blocks
+            spans = row_spans(metas, start, stop) or [(0, 0, 0)]
+            outs.append(task.remote([(s, n) for _, s, n in spans], *[refs[i] for i, _, _ in spans]))
+        del refs
+        out_metas = ray.get([m for _, m in outs])
+        return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
+
+    return run
+
+
+# ------------------------------------------------------------------ random_sample (per block, no exchange)
+
+
+def random_sample_transform(fraction: float, seed: int | None) -> BlockTransform:
+    """Keep each row with probability ``fraction`` (seeded per block index when ``seed`` is given)."""
+
+    def sample(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        rng = np.random.default_rng() if seed is None else _rng(int(seed), ctx.task_index, 2)
+        for block in blocks:
+            keep = rng.random(block.num_rows) < fraction
+            yield block.filter(pa.array(keep))
+
+    return BlockTransform(sample, f"RandomSample({fraction})")

@@ -1,0 +1,157 @@
+"""groupby / aggregate / map_groups checked against pandas on the same data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import bridge
+from bridge import AggregateFn, Count, Max, Mean, Min, Std, Sum, Unique
+from tests.ops_data import mixed_table
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return mixed_table()
+
+
+def _close(a, b) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    if isinstance(a, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def _pandas_groups(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    g = df.groupby(keys, dropna=False, sort=True)
+    out = pd.DataFrame({
+        "count()": g.size(),
+        "sum(x)": g["x"].sum(min_count=1),
+        "mean(x)": g["x"].mean(),
+        "std(x)": g["x"].std(ddof=1),
+        "min(ts)": g["ts"].min(),
+        "max(s)": g["s"].max(),
+        "sum(v)": g["v"].sum(),
+    }).reset_index()
+    return out.sort_values(keys, na_position="last", kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("blocks", [1, 6])
+@pytest.mark.parametrize("keys", [["k"], ["s"], ["k", "s"]])
+def test_groupby_aggregate_matches_pandas(table, blocks, keys):
+    ds = bridge.from_arrow(table, override_num_blocks=blocks)
+    got = ds.groupby(keys).aggregate(Count(), Sum("x"), Mean("x"), Std("x"), Min("ts"), Max("s"), Sum("v"))
+    got_df = got.to_pandas()
+    want = _pandas_groups(table.to_pandas(), keys)
+    assert got_df.columns.tolist() == keys + want.columns.tolist()[len(keys):]
+    assert len(got_df) == len(want)
+    for col in want.columns:
+        for a, b in zip(got_df[col].astype(object).tolist(), want[col].astype(object).tolist()):
+            assert _close(None if a is pd.NaT else a, None if b is pd.NaT else b), (col, a, b)
+    # k == 4 has no non-null x: its sum/mean/std are null, not 0
+    if keys == ["k"]:
+        row = got_df[got_df["k"] == 4].iloc[0]
+        assert pd.isna(row["sum(x)"]) and pd.isna(row["mean(x)"]) and row["count()"] > 0
+
+
+def test_groupby_shortcuts_and_types(table):
+    ds = bridge.from_arrow(table, override_num_blocks=3)
+    df = table.to_pandas()
+    counts = ds.groupby("s").count().to_arrow()
+    assert counts.column_names == ["s", "count()"]
+    assert counts.column("count()").to_pylist() == df.groupby("s").size().sort_index().tolist()
+    mins = ds.groupby("s").min("ts").to_arrow()
+    assert mins.schema.field("min(ts)").type == pa.timestamp("us", tz="UTC")
+    means = ds.groupby("k").mean(["x", "v"]).to_pandas()
+    assert means.columns.tolist() == ["k", "mean(x)", "mean(v)"]
+    assert np.allclose(means["mean(v)"], df.groupby("k", dropna=False)["v"].mean().values)
+
+
+def test_whole_dataset_aggregates_match_pandas(table):
+    ds = bridge.from_arrow(table, override_num_blocks=5)
+    df = table.to_pandas()
+    assert math.isclose(ds.sum("x"), df["x"].sum())
+    assert math.isclose(ds.mean("x"), df["x"].mean())
+    assert math.isclose(ds.std("x"), df["x"].std())
+    assert ds.min("s") == df["s"].min() and ds.max("v") == df["v"].max()
+    assert ds.min("ts") == df["ts"].min().to_pydatetime()
+    assert ds.sum(["v", "x"])["v"] == df["v"].sum()
+    assert sorted(ds.unique("s")) == sorted(df["s"].unique())
+    uniq = ds.unique("k")
+    assert None in uniq and sorted(u for u in uniq if u is not None) == [0, 1, 2, 3, 4]
+    assert ds.aggregate(Count(), Count("x"), Unique("v")).keys() == {"count()", "count(x)", "unique(v)"}
+    assert ds.aggregate(Count("x"))["count(x)"] == df["x"].count()
+
+
+def test_std_is_exact_for_large_offsets():
+    rng = np.random.default_rng(0)
+    x = 1e9 + rng.normal(0, 1, 20_000)
+    ds = bridge.from_arrow(pa.table({"x": x}), override_num_blocks=8)
+    assert math.isclose(ds.std("x"), float(np.std(x, ddof=1)), rel_tol=1e-6)
+
+
+def test_zero_rows_and_ignore_nulls_false():
+    empty = bridge.from_arrow(pa.table({"k": pa.array([], pa.int64()), "x": pa.array([], pa.float64())}))
+    assert empty.aggregate(Count(), Sum("x"), Mean("x")) == {"count()": 0, "sum(x)": None, "mean(x)": None}
+    assert empty.groupby("k").count().count() == 0
+    ds = bridge.from_items([{"x": 1.0}, {"x": None}, {"x": 3.0}], override_num_blocks=2)
+    assert ds.sum("x") == 4.0 and ds.sum("x", ignore_nulls=False) is None
+    assert ds.std("x", ignore_nulls=False) is None and ds.mean("x") == 2.0
+
+
+def test_user_defined_aggregate_fn(table):
+    ds = bridge.from_arrow(table, override_num_blocks=4)
+    longest = AggregateFn(
+        init=lambda key: 0,
+        accumulate_block=lambda acc, b: max(acc, pc.max(pc.utf8_length(b["s"])).as_py() or 0),
+        merge=max,
+        name="longest(s)",
+    )
+    rows = AggregateFn(init=lambda key: [], accumulate_row=lambda acc, r: acc + [r["v"]],
+                       merge=lambda a, b: a + b, finalize=len, name="rows")
+    out = ds.groupby("k").aggregate(longest, rows, Count()).to_pandas()
+    assert (out["rows"] == out["count()"]).all()
+    want = table.to_pandas().assign(n=lambda d: d["s"].str.len()).groupby("k", dropna=False)["n"].max()
+    assert out["longest(s)"].tolist() == want.tolist()
+    assert ds.aggregate(rows)["rows"] == table.num_rows
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "pandas", "pyarrow"])
+def test_map_groups_sees_whole_groups(table, fmt):
+    ds = bridge.from_arrow(table, override_num_blocks=5)
+
+    def summarize(g):
+        if fmt == "pyarrow":
+            return pa.table({"s": g["s"].slice(0, 1), "n": [g.num_rows], "vsum": [pc.sum(g["v"]).as_py()]})
+        if fmt == "pandas":
+            return pd.DataFrame({"s": g["s"].iloc[:1], "n": [len(g)], "vsum": [g["v"].sum()]})
+        return {"s": g["s"][:1], "n": np.array([len(g["v"])]), "vsum": np.array([g["v"].sum()])}
+
+    out = ds.groupby("s").map_groups(summarize, batch_format=fmt).to_pandas()
+    want = table.to_pandas().groupby("s").agg(n=("v", "size"), vsum=("v", "sum")).reset_index()
+    assert out["s"].tolist() == want["s"].tolist()
+    assert out["n"].tolist() == want["n"].tolist() and out["vsum"].tolist() == want["vsum"].tolist()
+
+
+def test_map_groups_user_error_names_operator():
+    ds = bridge.from_items([{"k": 1}, {"k": 2}])
+    with pytest.raises(bridge.UserCodeError, match=r"MapGroups\(boom\)[\s\S]*ZeroDivisionError"):
+        ds.groupby("k").map_groups(boom).take_all()
+
+
+def boom(g):
+    raise ZeroDivisionError("boom")
+
+
+def test_bad_aggregations_are_clear():
+    ds = bridge.range(3)
+    with pytest.raises(bridge.BridgeError, match="alias_name"):
+        ds.aggregate(Sum("id"), Sum("id"))
+    with pytest.raises(bridge.SchemaMismatchError, match=r"\['nope'\] not found"):
+        ds.groupby("nope").count().take_all()

@@ -1,0 +1,130 @@
+"""random_shuffle, sort, repartition, random_sample, zip and union checked against pandas."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.errors import SchemaMismatchError
+from tests.ops_data import mixed_table
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return mixed_table()
+
+
+def _ds(table: pa.Table, blocks: int = 4) -> bridge.Dataset:
+    return bridge.from_arrow(table, override_num_blocks=blocks)
+
+
+def _rows_multiset(df: pd.DataFrame) -> list[tuple]:
+    return sorted(map(repr, df.astype(object).where(df.notna(), None).itertuples(index=False)))
+
+
+# ------------------------------------------------------------------ shuffle
+
+
+def test_shuffle_is_a_permutation_and_moves_rows(table):
+    out = _ds(table).random_shuffle(seed=3).to_pandas()
+    assert _rows_multiset(out) == _rows_multiset(table.to_pandas())
+    assert out["v"].tolist() != table.column("v").to_pylist()
+
+
+def test_seeded_shuffle_is_deterministic_and_unseeded_differs_per_epoch():
+    ds = bridge.range(2000, override_num_blocks=4)
+    a = [r["id"] for r in ds.random_shuffle(seed=7).iter_rows()]
+    b = [r["id"] for r in ds.random_shuffle(seed=7).iter_rows()]
+    assert a == b
+    epochs = ds.random_shuffle()
+    first = [r["id"] for r in epochs.iter_rows()]
+    second = [r["id"] for r in epochs.iter_rows()]
+    assert first != second
+    assert sorted(first) == sorted(second) == list(range(2000))
+
+
+def test_shuffle_num_blocks_and_edge_cases(table):
+    assert _ds(table).random_shuffle(seed=1, num_blocks=3).num_blocks() == 3
+    assert _ds(table, blocks=1).random_shuffle(seed=1).count() == table.num_rows
+    empty = bridge.from_arrow(table.slice(0, 0))
+    assert empty.random_shuffle(seed=1).count() == 0
+
+
+# ------------------------------------------------------------------ sort
+
+
+@pytest.mark.parametrize("blocks", [1, 5])
+@pytest.mark.parametrize(
+    ("keys", "descending"),
+    [("x", False), ("x", True), ("v", False), ("v", True), ("s", False), ("ts", True), (["k", "x"], [False, True]), (["s", "k", "v"], False)],
+)
+def test_sort_matches_pandas(table, blocks, keys, descending):
+    out = _ds(table, blocks).sort(keys, descending=descending).to_pandas()
+    cols = [keys] if isinstance(keys, str) else keys
+    asc = [not d for d in descending] if isinstance(descending, list) else not descending
+    want = table.to_pandas().sort_values(cols, ascending=asc, na_position="last", kind="stable")
+    got_keys = out[cols].astype(object).where(out[cols].notna(), None).values.tolist()
+    want_keys = want[cols].astype(object).where(want[cols].notna(), None).values.tolist()
+    assert got_keys == want_keys
+    assert _rows_multiset(out) == _rows_multiset(table.to_pandas())
+
+
+def test_sort_nulls_last_both_directions_and_zero_rows():
+    ds = bridge.from_items([{"x": 2}, {"x": None}, {"x": 1}, {"x": 3}], override_num_blocks=2)
+    assert [r["x"] for r in ds.sort("x").take_all()] == [1, 2, 3, None]
+    assert [r["x"] for r in ds.sort("x", descending=True).take_all()] == [3, 2, 1, None]
+    assert bridge.from_arrow(pa.table({"x": pa.array([], pa.int64())})).sort("x").count() == 0
+
+
+def test_sort_unknown_column_names_it(table):
+    with pytest.raises(SchemaMismatchError, match=r"\[.nope.\] not found[\s\S]*Hint:"):
+        _ds(table).sort("nope").take_all()
+
+
+# ------------------------------------------------------------------ repartition, sample, zip, union
+
+
+def test_repartition_keeps_order_and_balances(table):
+    ds = _ds(table, 3).repartition(7)
+    assert ds.num_blocks() == 7
+    sizes = [b.num_rows for b in ds.iter_internal_ref_bundles()]
+    assert max(sizes) - min(sizes) <= 1
+    assert ds.to_arrow().equals(table)
+    shuffled = _ds(table).repartition(2, shuffle=True)
+    assert shuffled.num_blocks() == 2
+    assert _rows_multiset(shuffled.to_pandas()) == _rows_multiset(table.to_pandas())
+
+
+def test_random_sample_fraction_and_seed():
+    ds = bridge.range(10_000, override_num_blocks=4)
+    a = [r["id"] for r in ds.random_sample(0.2, seed=5).iter_rows()]
+    assert a == [r["id"] for r in ds.random_sample(0.2, seed=5).iter_rows()]
+    assert 1500 < len(a) < 2500
+    assert ds.random_sample(0.0).count() == 0 and ds.random_sample(1.0).count() == 10_000
+
+
+def test_zip_aligns_rows_across_different_blockings(table):
+    left = _ds(table.select(["k", "x"]), 3)
+    right = _ds(table.select(["x", "v"]), 5)
+    out = left.zip(right).to_arrow()
+    assert out.column_names == ["k", "x", "x_1", "v"]
+    assert out.column("x_1").equals(table.column("x")) and out.column("v").equals(table.column("v"))
+
+
+def test_zip_row_count_mismatch_is_clear():
+    with pytest.raises(ValueError, match=r"10 \(left\) vs 9 \(right\)[\s\S]*Hint:"):
+        bridge.range(10).zip(bridge.range(9)).take_all()
+
+
+def test_union_unifies_types_and_names_mismatched_columns():
+    a = bridge.from_arrow(pa.table({"x": pa.array([1], pa.int32()), "s": ["a"]}))
+    b = bridge.from_arrow(pa.table({"x": pa.array([2], pa.int64()), "s": ["b"]}))
+    assert sorted(a.union(b).to_arrow().column("x").to_pylist()) == [1, 2]
+    c = bridge.from_arrow(pa.table({"x": [3], "t": ["c"]}))
+    with pytest.raises(SchemaMismatchError, match=r"missing \['s'\], unexpected \['t'\]"):
+        a.union(c)
+    lazy = bridge.range(3).map_batches(lambda b: {"id": b["id"].astype(str)})
+    with pytest.raises(SchemaMismatchError, match=r"'id': int64 vs string"):
+        bridge.range(3).union(lazy).take_all()
