@@ -1,0 +1,206 @@
+"""Writing blocks to files: one file per block, deterministic names, atomic.
+
+Each write task writes ``{prefix}-{index:05d}.{ext}`` where ``index`` is the
+position of its block in the Dataset, so writing the same Dataset twice gives
+the same names.  A file is written under a hidden temporary name
+(``.{name}.{token}.tmp``: readers skip names starting with ``.``) and renamed
+when complete, so a failed or killed write leaves nothing a later read picks up
+(on object stores the rename is copy + delete; the object appears only whole).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from bridge import tensor
+from bridge.block import Block, concat_blocks
+from bridge.errors import BridgeError, UnsupportedTypeError
+from bridge.execution.transform import TaskContext
+from bridge.io.paths import FileWriteError, resolve_filesystem
+
+MODES = ("overwrite", "append", "error", "ignore")
+RESULT_SCHEMA = pa.schema([("path", pa.string()), ("num_rows", pa.int64())])
+
+
+def atomic_write(fs: pafs.FileSystem, path: str, write: Callable[[Any], None]) -> None:
+    """Call ``write(stream)`` on a hidden temporary file, then rename it to ``path``.
+
+    On any error the temporary file is deleted and the error re-raised; ``path`` is
+    never left half-written.
+    """
+    head, _, name = path.rpartition("/")
+    tmp = f"{head}/.{name}.{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        with fs.open_output_stream(tmp) as stream:
+            write(stream)
+        fs.move(tmp, path)
+    except BaseException:
+        try:
+            fs.delete_file(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------- formats
+
+
+def _write_parquet(table: Block, stream: Any, options: dict[str, Any]) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, stream, **options)
+
+
+def _check_flat(table: Block, fmt: str) -> None:
+    for field in table.schema:
+        t = field.type
+        if tensor.is_tensor(t) or pa.types.is_nested(t):
+            msg = f"write_{fmt}: column {field.name!r} has type {t}, which {fmt.upper()} cannot hold"
+            hint = "write it with write_parquet, or drop/flatten the column first (drop_columns, map_batches)"
+            raise UnsupportedTypeError(msg, hint)
+
+
+def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
+    import pyarrow.csv as pcsv
+
+    _check_flat(table, "csv")
+    pcsv.write_csv(table, stream, **options)
+
+
+def _json_default(value: Any) -> Any:
+    import base64
+    import datetime
+    import decimal
+
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
+    """JSON lines: one object per row, written batch by batch.
+
+    Rules: timestamps/dates as ISO-8601 strings, decimals as strings, binary as
+    base64, tensors as nested lists.
+    """
+    tensor_cols = [f.name for f in table.schema if tensor.is_tensor(f.type)]
+    for batch in table.to_batches(max_chunksize=4096):
+        rows = pa.Table.from_batches([batch]).drop_columns(tensor_cols).to_pylist() if tensor_cols else batch.to_pylist()
+        for name in tensor_cols:
+            values = tensor.tensor_to_numpy(batch.column(name))
+            for row, v in zip(rows, values):
+                row[name] = None if v is None else v.tolist()
+        lines = "".join(json.dumps(r, default=_json_default, **options) + "\n" for r in rows)
+        stream.write(lines.encode("utf-8"))
+
+
+@dataclasses.dataclass
+class FileWriter:
+    """The per-task write: concatenate the task's blocks, write one file, return ``(path, num_rows)``."""
+
+    fmt: str
+    ext: str
+    fs: pafs.FileSystem
+    directory: str
+    prefix: str
+    options: dict[str, Any]
+    column: str | None = None
+
+    def file_name(self, index: int) -> str:
+        return f"{self.prefix}-{index:05d}.{self.ext}"
+
+    def __call__(self, blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        parts = [b for b in blocks]
+        table = concat_blocks(parts) if parts else None
+        # Empty blocks are skipped, except the first, which keeps the schema on disk.
+        if table is None or (table.num_rows == 0 and ctx.task_index != 0):
+            yield pa.table({"path": pa.array([], pa.string()), "num_rows": pa.array([], pa.int64())})
+            return
+        path = f"{self.directory}/{self.file_name(ctx.task_index)}"
+        try:
+            atomic_write(self.fs, path, lambda stream: self._write(table, stream))
+        except BridgeError:
+            raise
+        except Exception as err:  # noqa: BLE001 - name the file and the cause
+            msg = f"write_{self.fmt}: cannot write {path!r}: {type(err).__name__}: {err}"
+            raise FileWriteError(msg, "check that the directory is writable and the disk is not full") from err
+        yield pa.table({"path": [path], "num_rows": pa.array([table.num_rows], pa.int64())})
+
+    def _write(self, table: Block, stream: Any) -> None:
+        if self.fmt == "parquet":
+            _write_parquet(table, stream, self.options)
+        elif self.fmt == "csv":
+            _write_csv(table, stream, self.options)
+        elif self.fmt == "json":
+            _write_json(table, stream, self.options)
+        elif self.fmt == "numpy":
+            _write_npy(table, self.column or "", stream)
+        else:  # pragma: no cover - guarded by WriteMethods
+            raise BridgeError(f"unknown write format {self.fmt!r}", "use write_parquet/csv/json/numpy")
+
+
+def _write_npy(table: Block, column: str, stream: Any) -> None:
+    import io
+
+    from bridge.batch import column_to_numpy
+
+    if column not in table.column_names:
+        msg = f"write_numpy: no column {column!r}; the Dataset has {table.column_names}"
+        raise BridgeError(msg, "pass column= one of those names")
+    arr = column_to_numpy(table.column(column))
+    if arr.dtype == object:
+        msg = f"write_numpy: column {column!r} ({table.schema.field(column).type}) has rows of different shapes or nulls"
+        raise UnsupportedTypeError(msg, "a .npy file holds one dense array; pad or resize the rows first")
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    stream.write(buf.getvalue())
+
+
+def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: str,
+                      fmt: str) -> tuple[pafs.FileSystem, str, bool]:
+    """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``."""
+    if mode not in MODES:
+        msg = f"write_{fmt}(mode=...) must be one of {MODES}; got {mode!r}"
+        raise BridgeError(msg, 'pass mode="overwrite" to replace earlier output, "append" to add files')
+    fs, directory = resolve_filesystem(path, filesystem)
+    directory = directory.rstrip("/") or "/"
+    info = fs.get_file_info(directory)
+    if info.type == pafs.FileType.File:
+        msg = f"write_{fmt}: {str(path)!r} is a file; writes go to a directory (one file per block)"
+        raise FileWriteError(msg, "pass a directory path; it is created if missing")
+    if info.type == pafs.FileType.Directory:
+        existing = [i for i in fs.get_file_info(pafs.FileSelector(directory)) if i.type == pafs.FileType.File]
+        if existing and mode == "error":
+            msg = f"write_{fmt}: {str(path)!r} already holds {len(existing)} file(s)"
+            raise FileWriteError(msg, 'pass mode="overwrite" to replace our earlier output, or "append"')
+        if existing and mode == "ignore":
+            return fs, directory, True
+        ours = re.compile(rf"{re.escape(prefix)}-\d{{5}}\.{re.escape(ext)}$")
+        clashing = [i for i in existing if ours.match(i.base_name)]
+        if clashing and mode == "append":
+            msg = f"write_{fmt}(mode='append'): {str(path)!r} already holds {clashing[0].base_name!r} and others"
+            raise FileWriteError(msg, "pass filename_prefix='batch2' (names are deterministic: prefix-00000.ext)")
+        if mode == "overwrite":
+            for i in clashing:
+                fs.delete_file(i.path)
+    fs.create_dir(directory, recursive=True)
+    return fs, directory, False

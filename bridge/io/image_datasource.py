@@ -1,0 +1,89 @@
+"""Image files decoded with Pillow into column ``image``.
+
+Rule: when every image of a read task has the same shape (always so with
+``size=``), the column is an ``arrow.fixed_shape_tensor`` of ``(H, W[, C])``;
+otherwise a ``raybridge.variable_shape_tensor``.  Both come back to NumPy as
+``(rows, H, W[, C])`` arrays (or an object array of arrays when shapes vary).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from bridge.errors import BridgeError, missing_dependency
+from bridge.io.file_datasource import PATH_COLUMN, FileDatasource, FileFormat, read_bytes, read_error
+from bridge.io.paths import FileEntry
+
+IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "tif", "tiff", "bmp", "gif", "webp")
+
+
+@dataclasses.dataclass
+class ImageFormat(FileFormat):
+    #: ``(height, width)`` to resize every image to.
+    size: tuple[int, int] | None = None
+    #: Pillow mode to convert to ("RGB", "L", ...).
+    mode: str | None = None
+
+    name = "Images"
+    extensions = IMAGE_EXTENSIONS
+    inflation = 6.0
+    hint = "the file is not an image Pillow can decode; filter by extension with file_extensions=[...]"
+
+    def decode(self, data: bytes) -> np.ndarray:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as opened:
+            img: Image.Image = opened
+            if self.mode is not None and img.mode != self.mode:
+                img = img.convert(self.mode)
+            if self.size is not None:
+                height, width = self.size
+                img = img.resize((width, height))
+            return np.asarray(img)
+
+    def read_group(
+        self, fs: pafs.FileSystem, files: list[FileEntry], columns: list[str] | None, include_paths: bool
+    ) -> Iterator[pa.Table]:
+        from bridge import tensor
+
+        arrays: list[np.ndarray | None] = []
+        for entry in files:
+            try:
+                arrays.append(self.decode(read_bytes(fs, entry.path)))
+            except Exception as err:  # noqa: BLE001 - any decoder error names the file
+                raise read_error(self, entry.path, err) from err
+        if not arrays:
+            return
+        dense = [a for a in arrays if a is not None]
+        same = all(a.shape == dense[0].shape and a.dtype == dense[0].dtype for a in dense)
+        if same:
+            column = tensor.fixed_tensor_array(np.stack(dense))
+        else:
+            column = tensor.variable_tensor_array(arrays)
+        table = pa.table({"image": column})
+        if include_paths:
+            table = table.append_column(PATH_COLUMN, pa.array([f.path for f in files], pa.string()))
+        yield table
+
+
+class ImageDatasource(FileDatasource):
+    """Image files (see :func:`bridge.read_images`)."""
+
+    def __init__(self, paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
+                 **kwargs: Any) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("PIL") is None:
+            raise missing_dependency("pillow", "raybridge[images]", "read_images()")
+        if size is not None and (len(size) != 2 or min(size) < 1):
+            msg = f"read_images(size=...) must be (height, width) with positive values; got {size!r}"
+            raise BridgeError(msg, "pass size=(224, 224)")
+        fmt = ImageFormat((int(size[0]), int(size[1])) if size is not None else None, mode)
+        super().__init__(fmt, paths, what="read_images", **kwargs)

@@ -1,0 +1,52 @@
+"""JSON files through ``pyarrow.json``: newline-delimited JSON (one object per line).
+
+A file holding one JSON array of objects is read too (through the ``json``
+module, so only for small files).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.json as pajson
+
+from bridge.io.file_datasource import FileDatasource, FileFormat
+
+
+@dataclasses.dataclass
+class JSONFormat(FileFormat):
+    read_options: Any = None
+    parse_options: Any = None
+
+    name = "JSON"
+    extensions = ("json", "jsonl", "ndjson", "json.gz", "jsonl.gz")
+    inflation = 0.7
+    hint = "read_json expects JSON lines: one object per line, e.g. {\"a\": 1}"
+
+    def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
+        with fs.open_input_stream(path) as f:
+            data = f.read()
+        if data.lstrip()[:1] == b"[":
+            table = pa.Table.from_pylist(json.loads(data))
+        else:
+            kwargs = {}
+            if self.read_options is not None:
+                kwargs["read_options"] = self.read_options
+            if self.parse_options is not None:
+                kwargs["parse_options"] = self.parse_options
+            table = pajson.read_json(pa.BufferReader(data), **kwargs)
+        if columns is not None:
+            table = table.select([c for c in columns if c in table.column_names])
+        yield table
+
+
+class JSONDatasource(FileDatasource):
+    """JSON-lines files (see :func:`bridge.read_json`)."""
+
+    def __init__(self, paths: Any, *, read_options: Any = None, parse_options: Any = None, **kwargs: Any) -> None:
+        super().__init__(JSONFormat(read_options, parse_options), paths, what="read_json", **kwargs)

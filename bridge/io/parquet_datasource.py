@@ -1,0 +1,248 @@
+"""Parquet through ``pyarrow.dataset``: split by file and row group, columns and filters pushed down.
+
+Planning (on the driver) reads every footer once, in a thread pool: it gives
+exact row counts (``count()`` needs no read), lets row groups whose statistics
+cannot satisfy ``filter`` be dropped before any task starts, and lets one file
+be split across tasks.  Each read task then scans only its row groups, only
+the columns asked for, and applies ``filter`` row by row.  Hive partition
+directories (``year=2024/``) become columns and prune whole files.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as pds
+import pyarrow.fs as pafs
+
+from bridge.errors import BridgeError
+from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
+from bridge.io.paths import FileReadError, expand_paths
+
+_HINT = "the file is not Parquet or is truncated (an interrupted write?); delete or re-write it"
+#: Rows per record batch inside a task: large batches mean few chunks per block.
+_SCAN_BATCH_ROWS = 1 << 20
+
+
+@dataclasses.dataclass
+class _Unit:
+    """One row group of one file: the smallest piece of work."""
+
+    fragment: Any  # the whole file's pyarrow.dataset.ParquetFileFragment
+    row_group: int
+    path: str
+    num_rows: int
+    size_bytes: int
+
+
+def as_expression(filter: Any) -> pds.Expression | None:  # noqa: A002 - the public name
+    """A pyarrow Expression from an Expression or DNF tuples ``[("x", ">", 1), ...]``."""
+    if filter is None or isinstance(filter, pds.Expression):
+        return filter
+    if isinstance(filter, (list, tuple)):
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.filters_to_expression(filter)
+        except (TypeError, ValueError) as err:
+            msg = f"read_parquet(filter=...) could not be understood: {err}; got {filter!r}"
+            raise BridgeError(msg, 'pass pyarrow.compute.field("x") > 1, or [("x", ">", 1)]') from err
+    msg = f"read_parquet(filter=...) must be a pyarrow.compute Expression or DNF tuples; got {type(filter).__name__}"
+    raise BridgeError(msg, 'pass filter=pyarrow.compute.field("x") > 1')
+
+
+class ParquetDatasource(Datasource):
+    """Parquet files or directories (see :func:`bridge.read_parquet`)."""
+
+    name = "Parquet"
+    supports_projection = True
+    supports_limit = True
+
+    def __init__(
+        self,
+        paths: Any,
+        *,
+        columns: list[str] | None = None,
+        filter: Any = None,  # noqa: A002 - mirrors pyarrow
+        filesystem: Any = None,
+        partitioning: Any = "hive",
+        schema: pa.Schema | None = None,
+        file_extensions: tuple[str, ...] | None = None,
+        override_num_blocks: int | None = None,
+    ) -> None:
+        self.filesystem, files = expand_paths(paths, filesystem, file_extensions, "read_parquet")
+        self.filter = as_expression(filter)
+        self.override_num_blocks = override_num_blocks
+        self.limit: int | None = None
+        self.dataset = _open_dataset([f.path for f in files], self.filesystem, partitioning, schema)
+        self.schema = self.dataset.schema
+        self.columns = None if columns is None else list(columns)
+        if self.columns is not None:
+            _check_columns(self.columns, self.schema)
+        self.units = _plan_units(self.dataset, self.filter)
+        self.exact_num_rows = self.filter is None
+
+    # ----------------------------------------------------------------- estimates
+    def _projected_fraction(self) -> float:
+        if self.columns is None or not len(self.schema):
+            return 1.0
+        return max(len(self.columns), 1) / len(self.schema)
+
+    def estimate_num_rows(self) -> int:
+        n = sum(u.num_rows for u in self.units)
+        return min(n, self.limit) if self.limit is not None else n
+
+    def estimate_inmemory_data_size(self) -> int:
+        return int(sum(u.size_bytes for u in self.units) * self._projected_fraction())
+
+    # ----------------------------------------------------------------- pushdown
+    def with_projection(self, columns: list[str]) -> ParquetDatasource:
+        _check_columns(columns, self.schema)
+        out = self._copy()
+        out.columns = list(columns)
+        return out
+
+    def with_limit(self, limit: int) -> ParquetDatasource:
+        out = self._copy()
+        out.limit = limit if self.limit is None else min(limit, self.limit)
+        if self.filter is None:
+            kept: list[_Unit] = []
+            rows = 0
+            for u in self.units:
+                if rows >= out.limit and kept:
+                    break
+                kept.append(u)
+                rows += u.num_rows
+            out.units = kept
+        return out
+
+    def _copy(self) -> ParquetDatasource:
+        out = object.__new__(ParquetDatasource)
+        out.__dict__.update(self.__dict__)
+        return out
+
+    # ----------------------------------------------------------------- tasks
+    def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
+        out_schema = self.schema if self.columns is None else pa.schema([self.schema.field(c) for c in self.columns])
+        if not self.units:
+            # Everything pruned (or empty files): one empty block keeps the schema.
+            return [ReadTask(_EmptyRead(out_schema), meta(0, 0, out_schema, []))]
+        size = self.estimate_inmemory_data_size()
+        n = default_num_blocks(size, len(self.units), self.override_num_blocks)
+        tasks = []
+        for group in _pack(self.units, n):
+            rows = sum(u.num_rows for u in group)
+            nbytes = int(sum(u.size_bytes for u in group) * self._projected_fraction())
+            read = _ParquetRead(_by_file(group), self.schema, self.columns, self.filter)
+            files = sorted({u.path for u in group})
+            tasks.append(ReadTask(read, meta(rows if self.filter is None else 0, nbytes, out_schema, files)))
+        return tasks
+
+    def describe(self) -> str:
+        files = len({u.path for u in self.units})
+        return f"Parquet({files} files, {len(self.units)} row groups)"
+
+
+def _check_columns(columns: list[str], schema: pa.Schema) -> None:
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        msg = f"read_parquet: column(s) {missing} not found; the files have {schema.names}"
+        raise BridgeError(msg, "check the column names (hive partition keys are columns too)")
+
+
+def _open_dataset(paths: list[str], fs: pafs.FileSystem, partitioning: Any, schema: pa.Schema | None) -> pds.Dataset:
+    try:
+        return pds.dataset(paths, schema=schema, format="parquet", filesystem=fs, partitioning=partitioning)
+    except (pa.ArrowInvalid, OSError) as err:
+        bad = next((p for p in paths if p in str(err)), paths[0])
+        msg = f"cannot read Parquet file {bad!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
+        raise FileReadError(msg, _HINT) from err
+
+
+def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002
+    """Every row group that may hold matching rows, in file order (footers read in parallel)."""
+    fragments = list(dataset.get_fragments(filter=filter) if filter is not None else dataset.get_fragments())
+
+    def split(frag: Any) -> list[_Unit]:
+        try:
+            pieces = frag.split_by_row_group(filter=filter, schema=dataset.schema)
+        except (pa.ArrowInvalid, OSError) as err:
+            msg = f"cannot read Parquet file {frag.path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
+            raise FileReadError(msg, _HINT) from err
+        units = []
+        for piece in pieces:
+            rg = piece.row_groups[0]
+            units.append(_Unit(frag, rg.id, frag.path, rg.num_rows, int(rg.total_byte_size)))
+        return units
+
+    if len(fragments) <= 4:
+        results = [split(f) for f in fragments]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(fragments))) as pool:
+            results = list(pool.map(split, fragments))
+    return [u for units in results for u in units]
+
+
+def _pack(units: list[_Unit], n: int) -> list[list[_Unit]]:
+    """Consecutive groups of row groups of roughly equal size, at most ``n`` groups."""
+    n = max(1, min(n, len(units)))
+    total = sum(max(u.size_bytes, 1) for u in units)
+    target = total / n
+    groups: list[list[_Unit]] = [[]]
+    acc = 0.0
+    for i, u in enumerate(units):
+        if groups[-1] and (acc >= target or len(units) - i <= n - len(groups)):
+            groups.append([])
+            acc = 0.0
+        groups[-1].append(u)
+        acc += max(u.size_bytes, 1)
+    return groups
+
+
+def _by_file(group: list[_Unit]) -> list[Any]:
+    """One fragment per file holding the group's row groups of that file (one footer read each)."""
+    out = []
+    i = 0
+    while i < len(group):
+        j = i
+        while j < len(group) and group[j].path == group[i].path:
+            j += 1
+        frag = group[i].fragment
+        ids = [u.row_group for u in group[i:j]]
+        out.append(frag.format.make_fragment(frag.path, frag.filesystem, frag.partition_expression, row_groups=ids))
+        i = j
+    return out
+
+
+@dataclasses.dataclass
+class _EmptyRead:
+    schema: pa.Schema
+
+    def __call__(self) -> Iterator[pa.Table]:
+        yield self.schema.empty_table()
+
+
+@dataclasses.dataclass
+class _ParquetRead:
+    """One read task: scan these row-group fragments with the projection and filter."""
+
+    fragments: list[Any]
+    schema: pa.Schema
+    columns: list[str] | None
+    filter: pds.Expression | None
+
+    def __call__(self) -> Iterator[pa.Table]:
+        for frag in self.fragments:
+            try:
+                table = frag.to_table(
+                    schema=self.schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
+                )
+            except (pa.ArrowInvalid, OSError) as err:
+                detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                msg = f"cannot read Parquet file {frag.path!r} (row groups {[rg.id for rg in frag.row_groups]}): {detail}"
+                raise FileReadError(msg, _HINT) from err
+            yield table

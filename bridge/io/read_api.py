@@ -1,0 +1,256 @@
+"""``bridge.read_*``: lazy, parallel reads of files on local disk or object storage.
+
+Every function returns a lazy :class:`bridge.Dataset`; planning (listing files,
+reading Parquet footers) happens at the call, reading happens in Ray tasks when
+the Dataset is consumed.  Paths: a file, a directory (recursive; names starting
+with ``.`` or ``_`` skipped), a glob, or a list; local or any ``pyarrow.fs``
+URI (``s3://``, ``gs://``, ``hdfs://``); ``filesystem=`` takes a ``pyarrow.fs``
+or fsspec filesystem.  ``override_num_blocks`` forces the number of read tasks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bridge.plan.logical import Read
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset
+    from bridge.io.datasource import Datasource
+
+
+def read_datasource(datasource: Datasource) -> Dataset:
+    """A Dataset reading from any :class:`bridge.io.datasource.Datasource`.
+
+    Example:
+        >>> import bridge
+        >>> from bridge.io.range_datasource import RangeDatasource
+        >>> bridge.read_datasource(RangeDatasource(5)).count()
+        5
+    """
+    from bridge.dataset import Dataset
+    from bridge.errors import BridgeError
+    from bridge.io.datasource import Datasource
+
+    if not isinstance(datasource, Datasource):
+        msg = f"read_datasource() needs a bridge.io.datasource.Datasource; got {type(datasource).__name__}"
+        raise BridgeError(msg, "subclass Datasource and implement get_read_tasks()")
+    return Dataset(Read([], datasource))
+
+
+def read_parquet(
+    paths: Any,
+    *,
+    columns: list[str] | None = None,
+    filter: Any = None,  # noqa: A002 - mirrors pyarrow.parquet.read_table
+    filesystem: Any = None,
+    partitioning: Any = "hive",
+    schema: Any = None,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """Parquet files, split by file and row group, with column and predicate pushdown.
+
+    Args:
+        paths: File(s), directory(ies) or glob(s), local or ``s3://...``.
+        columns: Read only these columns (hive partition keys included).
+        filter: A ``pyarrow.compute`` expression (``pc.field("x") > 1``) or DNF tuples
+            ``[("x", ">", 1)]``: files and row groups that cannot match are skipped
+            using partition values and statistics, the rest are filtered row by row.
+        filesystem: A ``pyarrow.fs`` or fsspec filesystem (e.g. S3 with an endpoint).
+        partitioning: ``"hive"`` (``key=value`` directories become columns), ``None``,
+            or a ``pyarrow.dataset.Partitioning``.
+        schema: Schema to read with (default: the first file's).
+        file_extensions: Only read files with these extensions in directories.
+        override_num_blocks: Number of read tasks (at most one per row group).
+
+    Example:
+        >>> import bridge, pyarrow.compute as pc
+        >>> bridge.range(10).write_parquet("/tmp/rb_doc_pq")  # doctest: +SKIP
+        >>> bridge.read_parquet("/tmp/rb_doc_pq", filter=pc.field("id") > 7).count()  # doctest: +SKIP
+        2
+    """
+    from bridge.io.parquet_datasource import ParquetDatasource
+
+    exts = tuple(file_extensions) if file_extensions else None
+    return read_datasource(ParquetDatasource(
+        paths, columns=columns, filter=filter, filesystem=filesystem, partitioning=partitioning, schema=schema,
+        file_extensions=exts, override_num_blocks=override_num_blocks,
+    ))
+
+
+def _file_kwargs(filesystem: Any, include_paths: bool, override_num_blocks: int | None,
+                 file_extensions: list[str] | None) -> dict[str, Any]:
+    return {
+        "filesystem": filesystem,
+        "include_paths": include_paths,
+        "override_num_blocks": override_num_blocks,
+        "extensions": tuple(file_extensions) if file_extensions else None,
+    }
+
+
+def read_csv(
+    paths: Any,
+    *,
+    on_bad_lines: str = "error",
+    read_options: Any = None,
+    parse_options: Any = None,
+    convert_options: Any = None,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """CSV files through ``pyarrow.csv`` (types inferred; ``.gz``/``.bz2``/``.zst`` decompressed).
+
+    Args:
+        on_bad_lines: ``"error"`` (default: raise naming the file and line), or
+            ``"skip"`` to drop rows with the wrong number of columns, warning with
+            the count per file.
+        read_options, parse_options, convert_options: ``pyarrow.csv`` options
+            (delimiter, column names, column types, ...).
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_csv("data/*.csv", on_bad_lines="skip")  # doctest: +SKIP
+    """
+    from bridge.io.csv_datasource import CSVDatasource
+
+    return read_datasource(CSVDatasource(
+        paths, on_bad_lines=on_bad_lines, read_options=read_options, parse_options=parse_options,
+        convert_options=convert_options, **_file_kwargs(filesystem, include_paths, override_num_blocks,
+                                                         file_extensions),
+    ))
+
+
+def read_json(
+    paths: Any,
+    *,
+    read_options: Any = None,
+    parse_options: Any = None,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """JSON-lines files (one object per line) through ``pyarrow.json``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_json("events/")  # doctest: +SKIP
+    """
+    from bridge.io.json_datasource import JSONDatasource
+
+    return read_datasource(JSONDatasource(
+        paths, read_options=read_options, parse_options=parse_options,
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
+    ))
+
+
+def read_text(
+    paths: Any,
+    *,
+    encoding: str = "utf-8",
+    drop_empty_lines: bool = False,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """Text files, one row per line in column ``text``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_text("logs/*.txt").take(2)  # doctest: +SKIP
+    """
+    from bridge.io.text_datasource import TextDatasource
+
+    return read_datasource(TextDatasource(
+        paths, encoding=encoding, drop_empty_lines=drop_empty_lines,
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
+    ))
+
+
+def read_binary_files(
+    paths: Any,
+    *,
+    include_paths: bool = True,
+    filesystem: Any = None,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """Whole files, one row each: column ``bytes`` and (by default) ``path``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_binary_files("blobs/").take(1)[0]["path"]  # doctest: +SKIP
+    """
+    from bridge.io.binary_datasource import BinaryDatasource
+
+    return read_datasource(BinaryDatasource(
+        paths, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+    ))
+
+
+def read_numpy(
+    paths: Any,
+    *,
+    column: str = "data",
+    filesystem: Any = None,
+    include_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """``.npy`` files: axis 0 is rows; n-d arrays become an ``arrow.fixed_shape_tensor`` column.
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_numpy("arrays/").take_batch(2)["data"].shape  # doctest: +SKIP
+        (2, 28, 28)
+    """
+    from bridge.io.numpy_datasource import NumpyDatasource
+
+    return read_datasource(NumpyDatasource(
+        paths, column=column, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+    ))
+
+
+def read_images(
+    paths: Any,
+    *,
+    size: tuple[int, int] | None = None,
+    mode: str | None = None,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
+    """Images decoded with Pillow into column ``image`` (``(H, W[, C])`` arrays).
+
+    Args:
+        size: ``(height, width)`` to resize to; then every row has one shape and the
+            column is a fixed-shape tensor.
+        mode: Pillow mode to convert to, e.g. ``"RGB"`` or ``"L"``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.read_images("imgs/", size=(32, 32), mode="RGB").take_batch(4)["image"].shape  # doctest: +SKIP
+        (4, 32, 32, 3)
+    """
+    from bridge.io.image_datasource import ImageDatasource
+
+    return read_datasource(ImageDatasource(
+        paths, size=size, mode=mode, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+    ))
+
+
+__all__ = [
+    "read_binary_files",
+    "read_csv",
+    "read_datasource",
+    "read_images",
+    "read_json",
+    "read_numpy",
+    "read_parquet",
+    "read_text",
+]

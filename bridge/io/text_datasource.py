@@ -1,0 +1,36 @@
+"""Text files: one row per line, in column ``text``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from bridge.io.file_datasource import FileDatasource, FileFormat, read_bytes
+
+
+@dataclasses.dataclass
+class TextFormat(FileFormat):
+    encoding: str = "utf-8"
+    drop_empty_lines: bool = False
+
+    name = "Text"
+    extensions = None
+    inflation = 1.3
+    hint = "pass encoding= for files that are not UTF-8 (e.g. encoding='latin-1')"
+
+    def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
+        lines = read_bytes(fs, path).decode(self.encoding).splitlines()
+        if self.drop_empty_lines:
+            lines = [line for line in lines if line.strip()]
+        yield pa.table({"text": pa.array(lines, pa.string())})
+
+
+class TextDatasource(FileDatasource):
+    """Text files (see :func:`bridge.read_text`)."""
+
+    def __init__(self, paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = False, **kwargs: Any) -> None:
+        super().__init__(TextFormat(encoding, drop_empty_lines), paths, what="read_text", **kwargs)

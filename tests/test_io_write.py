@@ -1,0 +1,77 @@
+"""Writes: deterministic names, save modes, atomicity (no partial file a later read would see)."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow.fs as pafs
+import pytest
+
+import bridge
+from bridge.io.file_datasink import atomic_write
+from bridge.io.paths import FileWriteError
+
+
+def test_deterministic_names_and_overwrite(tmp_path):
+    out = str(tmp_path / "o")
+    first = bridge.range(30, override_num_blocks=3).write_csv(out)
+    again = bridge.range(30, override_num_blocks=3).write_csv(out)
+    assert first == again == [f"{out}/part-0000{i}.csv" for i in range(3)]
+    # A smaller rewrite leaves no stale part of the earlier one behind.
+    bridge.range(5, override_num_blocks=1).write_csv(out)
+    assert sorted(os.listdir(out)) == ["part-00000.csv"]
+    assert bridge.read_csv(out).count() == 5
+
+
+def test_modes(tmp_path):
+    out = str(tmp_path / "m")
+    bridge.range(4, override_num_blocks=2).write_parquet(out)
+    with pytest.raises(FileWriteError, match="already holds"):
+        bridge.range(4).write_parquet(out, mode="error")
+    with pytest.raises(FileWriteError, match="filename_prefix"):
+        bridge.range(4).write_parquet(out, mode="append")
+    bridge.range(4).write_parquet(out, mode="append", filename_prefix="more")
+    assert bridge.read_parquet(out).count() == 8
+    assert bridge.range(100).write_parquet(out, mode="ignore") == []
+    with pytest.raises(bridge.BridgeError, match="mode"):
+        bridge.range(1).write_parquet(out, mode="replace")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(FileWriteError, match="is a file"):
+        bridge.range(1).write_parquet(str(tmp_path / "f"))
+
+
+def test_empty_blocks_skipped_but_schema_kept(tmp_path):
+    ds = bridge.range(10, override_num_blocks=2).filter(expr=__import__("pyarrow.compute").compute.field("id") < 0)
+    paths = ds.write_parquet(str(tmp_path / "e"))
+    assert len(paths) == 1
+    back = bridge.read_parquet(str(tmp_path / "e"))
+    assert back.count() == 0 and back.columns() == ["id"]
+
+
+def test_atomic_write_leaves_nothing_on_failure(tmp_path):
+    fs = pafs.LocalFileSystem()
+    final = str(tmp_path / "part-00000.csv")
+
+    def fail_midway(stream):
+        stream.write(b"a,b\n1,2\n")
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(RuntimeError, match="disk gone"):
+        atomic_write(fs, final, fail_midway)
+    assert os.listdir(tmp_path) == []  # neither the final name nor the temporary one
+    bridge.range(3).write_csv(str(tmp_path))
+    assert bridge.read_csv(str(tmp_path)).count() == 3
+
+
+def test_failed_write_task_leaves_no_partial_file(tmp_path):
+    out = str(tmp_path / "w")
+    ds = bridge.from_items([{"v": [1, 2]}, {"v": [3]}])  # a list column CSV cannot hold
+    with pytest.raises(bridge.UnsupportedTypeError, match="column 'v'"):
+        ds.write_csv(out)
+    assert os.listdir(out) == []
+
+
+def test_hidden_temporary_files_are_not_read(tmp_path):
+    bridge.range(3).write_json(str(tmp_path))
+    (tmp_path / ".part-00001.json.abc.tmp").write_text('{"id": 99}\n{"id": ')
+    assert sorted(r["id"] for r in bridge.read_json(str(tmp_path)).take_all()) == [0, 1, 2]
