@@ -220,7 +220,15 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._with(Limit([self._plan], n))
 
     def union(self, *others: Dataset) -> Dataset:
-        """Rows of this Dataset followed by those of ``others``."""
+        """Rows of this Dataset followed by those of ``others``.
+
+        Schemas must unify (same columns, promotable types), else ``SchemaMismatchError``
+        naming the columns: at once for materialised inputs, otherwise when blocks arrive.
+        """
+        from bridge.ops.zip_op import check_union_schemas
+
+        known = [(i, d._plan) for i, d in enumerate((self, *others)) if isinstance(d._plan, InputData)]
+        check_union_schemas("union", [_first_schema(p.bundles) for _, p in known], [i for i, _ in known])
         return self._with(Union([self._plan, *[o._plan for o in others]]))
 
     # ------------------------------------------------------------------ execution
@@ -281,13 +289,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> [len(b["id"]) for b in bridge.range(10).iter_batches(batch_size=4)]
             [4, 4, 2]
         """
-        from bridge.iteration.batch_iterator import iter_batches
+        # A resumable iterator (state_dict / load_state_dict): see bridge/iteration/resumable.py.
+        from bridge.iteration.resumable import BatchIterator
 
-        bundles, stats = self._execute()
-        yield from iter_batches(
-            bundles, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
+        return BatchIterator(
+            self, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
             drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-            local_shuffle_seed=local_shuffle_seed, stats=stats,
+            local_shuffle_seed=local_shuffle_seed,
         )
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
@@ -307,8 +315,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def to_arrow(self) -> pa.Table:
         """All rows as one ``pyarrow.Table`` on the driver."""
         bundles, _ = self._execute()
-        bundles = list(bundles)
-        blocks = [ray.get(r) for b in bundles for r in b.refs]
+        blocks = ray.get([r for b in bundles for r in b.refs])
         nonempty = [b for b in blocks if b.num_rows] or blocks[:1]
         if not nonempty:
             return pa.table({})

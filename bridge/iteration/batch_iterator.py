@@ -9,7 +9,7 @@ blocks before batching.
 
 from __future__ import annotations
 
-import queue
+import collections
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -24,16 +24,58 @@ from bridge.block import Block, concat_blocks
 from bridge.execution.bundle import RefBundle
 from bridge.execution.stats import DatasetStats
 from bridge.execution.transform import rebatch
+from bridge.iteration.block_format import BlockFormat, Run, column_runs, slice_runs
 
 _END = object()
 
 
-def blocks_from_bundles(bundles: Iterable[RefBundle]) -> Iterator[Block]:
+def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Iterator[Block]:
+    """Fetch the blocks of ``bundles`` in order, dropping the first ``skip_rows`` rows.
+
+    Blocks that lie wholly inside the skipped prefix are never fetched: their
+    row counts come from the metadata.
+    """
     for bundle in bundles:
-        blocks = ray.get(bundle.refs) if len(bundle.refs) > 1 else [ray.get(bundle.refs[0])]
+        refs = bundle.refs
+        if skip_rows:
+            keep = []
+            for ref, meta in zip(bundle.refs, bundle.metas):
+                if skip_rows >= meta.num_rows:
+                    skip_rows -= meta.num_rows
+                    continue
+                keep.append(ref)
+            refs = keep
+            if not refs:
+                continue
+        blocks = ray.get(refs) if len(refs) > 1 else [ray.get(refs[0])]
         for b in blocks:
+            if skip_rows:
+                b, skip_rows = b.slice(skip_rows), 0
             if b.num_rows:
                 yield b
+
+
+def first_rows(blocks: Iterable[Block], n: int) -> Iterator[Block]:
+    """The first ``n`` rows of a block stream; stops pulling blocks once they are out."""
+    if n <= 0:
+        return
+    for b in blocks:
+        if b.num_rows >= n:
+            yield b.slice(0, n)
+            return
+        n -= b.num_rows
+        yield b
+
+
+def skip_leading_rows(blocks: Iterable[Block], skip_rows: int) -> Iterator[Block]:
+    """Drop the first ``skip_rows`` rows of a block stream (zero-copy slices)."""
+    for b in blocks:
+        if skip_rows >= b.num_rows:
+            skip_rows -= b.num_rows
+            continue
+        if skip_rows:
+            b, skip_rows = b.slice(skip_rows), 0
+        yield b
 
 
 def shuffle_blocks(blocks: Iterable[Block], buffer_size: int, batch_size: int | None, seed: int | None
@@ -73,20 +115,72 @@ def iter_batches(
     local_shuffle_seed: int | None = None,
     formatter: Callable[[Block], Any] | None = None,
     stats: DatasetStats | None = None,
+    skip_rows: int = 0,
 ) -> Iterator[Any]:
-    """Batches of ``batch_size`` rows from ``bundles`` in ``batch_format`` (or through ``formatter``)."""
+    """Batches of ``batch_size`` rows from ``bundles`` in ``batch_format`` (or through ``formatter``).
+
+    ``skip_rows`` drops that many leading rows of the (shuffled, if asked) row
+    stream first: how a resumed iterator continues mid-epoch.
+    """
+    for _, out in iter_counted_batches(
+        bundles, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
+        drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+        local_shuffle_seed=local_shuffle_seed, formatter=formatter, stats=stats, skip_rows=skip_rows,
+    ):
+        yield out
+
+
+def iter_counted_batches(
+    bundles: Iterable[RefBundle],
+    *,
+    batch_size: int | None,
+    batch_format: str,
+    prefetch_batches: int,
+    drop_last: bool,
+    local_shuffle_buffer_size: int | None = None,
+    local_shuffle_seed: int | None = None,
+    formatter: Callable[[Block], Any] | None = None,
+    stats: DatasetStats | None = None,
+    skip_rows: int = 0,
+    stop_row: int | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """Like :func:`iter_batches`, yielding ``(rows in the batch, batch)``.
+
+    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).
+    """
     fmt = batch_mod.normalize_format(batch_format) if formatter is None else None
     if batch_size is not None and batch_size < 1:
         from bridge.errors import BridgeError
 
         msg = f"batch_size must be a positive number of rows or None; got {batch_size}"
         raise BridgeError(msg, "pass batch_size=None to get whole blocks")
+    block_format = formatter if isinstance(formatter, BlockFormat) else None
+    if formatter is None and fmt == "numpy":
+        block_format = BlockFormat(batch_mod.to_numpy_batch, per_batch_if=_has_nulls)
 
-    def produce() -> Iterator[Any]:
-        blocks = blocks_from_bundles(bundles)
+    def row_stream() -> Iterator[Block]:
         if local_shuffle_buffer_size:
+            blocks = blocks_from_bundles(bundles)
             blocks = shuffle_blocks(blocks, local_shuffle_buffer_size, batch_size, local_shuffle_seed)
-        for b in rebatch(blocks, batch_size):
+            if stop_row is not None:
+                blocks = first_rows(blocks, stop_row)
+            return skip_leading_rows(blocks, skip_rows)
+        blocks = blocks_from_bundles(bundles, skip_rows)
+        if stop_row is not None:
+            blocks = first_rows(blocks, max(stop_row - skip_rows, 0))
+        return blocks
+
+    if block_format is not None:
+        # Convert runs of batches on the background thread; slice them here (see block_format.py).
+        runs: Iterator[Run] = column_runs(row_stream(), batch_size, drop_last, block_format.to_columns, stats,
+                                          block_format.per_batch_if)
+        if prefetch_batches > 0:
+            runs = _background(runs, prefetch_batches, weight=_run_batches)
+        yield from slice_runs(runs, block_format.finish)
+        return
+
+    def produce() -> Iterator[tuple[int, Any]]:
+        for b in rebatch(row_stream(), batch_size):
             if drop_last and batch_size is not None and b.num_rows < batch_size:
                 continue
             if b.num_rows == 0:
@@ -95,7 +189,7 @@ def iter_batches(
             out = formatter(b) if formatter is not None else batch_mod.to_batch(b, fmt or "numpy")
             if stats is not None:
                 stats.iter_format_s += time.perf_counter() - t0
-            yield out
+            yield b.num_rows, out
 
     if prefetch_batches <= 0:
         yield from produce()
@@ -103,25 +197,48 @@ def iter_batches(
     yield from _background(produce(), prefetch_batches)
 
 
-def _background(gen: Iterator[Any], depth: int) -> Iterator[Any]:
-    """Run ``gen`` on a thread, ``depth`` items ahead of the consumer."""
-    q: queue.Queue[Any] = queue.Queue(maxsize=depth)
+def _has_nulls(table: Block) -> bool:
+    # NumPy batches of a column with nulls are object arrays, of one without them
+    # numeric: converting batch by batch keeps each batch's dtype what it was.
+    return any(col.null_count for col in table.columns)
+
+
+def _run_batches(run: Run) -> int:
+    _, rows, per_batch = run
+    return -(-rows // per_batch)
+
+
+def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | None = None) -> Iterator[Any]:
+    """Run ``gen`` on a thread, at most ``depth`` items ahead of the consumer.
+
+    With ``weight``, an item counts as ``weight(item)`` items (a run of batches
+    as its batch count); one item is always let through so that a heavy item
+    cannot block the producer for good.
+    """
+    items: collections.deque[Any] = collections.deque()
+    cond = threading.Condition()
+    queued = [0]  # total weight waiting in ``items``
     stop = threading.Event()
+
+    def hand_over(item: Any, w: int) -> None:
+        with cond:
+            items.append((item, w))
+            queued[0] += w
+            cond.notify_all()
 
     def work() -> None:
         try:
             for item in gen:
-                while not stop.is_set():
-                    try:
-                        q.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+                w = weight(item) if weight is not None else 1
+                with cond:
+                    while queued[0] and queued[0] + w > depth and not stop.is_set():
+                        cond.wait(0.1)
                 if stop.is_set():
                     break
-            q.put(_END)
+                hand_over(item, w)
+            hand_over(_END, 0)
         except BaseException as err:  # noqa: BLE001 - handed to the consumer
-            q.put(err)
+            hand_over(err, 0)
         finally:
             close = getattr(gen, "close", None)
             if close is not None and stop.is_set():
@@ -134,7 +251,12 @@ def _background(gen: Iterator[Any], depth: int) -> Iterator[Any]:
     thread.start()
     try:
         while True:
-            item = q.get()
+            with cond:
+                while not items:
+                    cond.wait()
+                item, w = items.popleft()
+                queued[0] -= w
+                cond.notify_all()
             if item is _END:
                 return
             if isinstance(item, BaseException):
@@ -142,10 +264,8 @@ def _background(gen: Iterator[Any], depth: int) -> Iterator[Any]:
             yield item
     finally:
         stop.set()
-        # Unblock a producer waiting on a full queue, then let it finish.
-        while thread.is_alive():
-            try:
-                q.get(timeout=0.1)
-            except queue.Empty:
-                pass
+        with cond:
+            items.clear()
+            queued[0] = 0
+            cond.notify_all()
         thread.join(timeout=5)

@@ -6,6 +6,183 @@ Kept apart from ``dataset.py`` so each domain's methods live with their code;
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset, MaterializedDataset
+    from bridge.iteration.streaming_split import DataSplitIterator
+    from bridge.plan.logical import LogicalOp
+
 
 class IngestMethods:
     """Training-ingest methods of :class:`bridge.Dataset` (issue: training ingest)."""
+
+    _plan: LogicalOp
+
+    def _with(self, op: LogicalOp) -> Dataset:  # provided by Dataset
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ epochs
+    def repeat(self, times: int | None = None) -> Dataset:
+        """Stream the Dataset ``times`` times in a row as one sequence (``None``: forever).
+
+        Each repetition is a new epoch: steps after the last ``materialize()`` run
+        again (so ``randomize_block_order()`` reorders every epoch).  Consume a
+        forever-repeating Dataset with ``limit()``, ``take()`` or by breaking out.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).repeat(2).take_all()
+            [{'id': 0}, {'id': 1}, {'id': 2}, {'id': 0}, {'id': 1}, {'id': 2}]
+        """
+        from bridge.errors import BridgeError
+        from bridge.iteration.epochs import Repeat
+
+        if times is not None and (not isinstance(times, int) or times < 0):
+            raise BridgeError(f"repeat(times) needs a non-negative int or None; got {times!r}", "call repeat(3)")
+        return self._with(Repeat([self._plan], times))
+
+    def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
+        """Permute the order of the blocks (no data moves); a new order every epoch without a seed.
+
+        With ``local_shuffle_buffer_size`` on the iterator this is the cheap
+        per-epoch shuffle; ``random_shuffle()`` is the full one.
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.range(100, override_num_blocks=10).materialize().randomize_block_order(seed=1)
+            >>> sorted(r["id"] for r in ds.take_all()) == list(range(100))
+            True
+        """
+        from bridge.iteration.epochs import randomize_block_order_op
+
+        return self._with(randomize_block_order_op(self._plan, seed))
+
+    # ------------------------------------------------------------------ static splits
+    def split(self, n: int, *, equal: bool = False) -> list[MaterializedDataset]:
+        """``n`` contiguous parts (sizes differ by at most a row; ``equal=True``: identical).
+
+        Example:
+            >>> import bridge
+            >>> [p.count() for p in bridge.range(10).split(3)]
+            [4, 3, 3]
+        """
+        from bridge.iteration.splits import split
+
+        return split(self, n, equal=equal)  # type: ignore[arg-type]
+
+    def split_at_indices(self, indices: Sequence[int]) -> list[MaterializedDataset]:
+        """Parts ``[0, i0), [i0, i1), ..., [ik, N)``.
+
+        Example:
+            >>> import bridge
+            >>> [p.count() for p in bridge.range(10).split_at_indices([2, 5])]
+            [2, 3, 5]
+        """
+        from bridge.iteration.splits import split_at_indices
+
+        return split_at_indices(self, indices)  # type: ignore[arg-type]
+
+    def split_proportionately(self, proportions: Sequence[float]) -> list[MaterializedDataset]:
+        """Parts with these fractions of the rows, plus one part with the rest."""
+        from bridge.iteration.splits import split_proportionately
+
+        return split_proportionately(self, proportions)  # type: ignore[arg-type]
+
+    def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
+                         ) -> tuple[MaterializedDataset, MaterializedDataset]:
+        """``(train, test)``; ``test_size`` is a fraction or a row count; ``shuffle`` shuffles fully first.
+
+        Example:
+            >>> import bridge
+            >>> train, test = bridge.range(10).train_test_split(0.2)
+            >>> train.count(), test.count()
+            (8, 2)
+        """
+        from bridge.iteration.splits import train_test_split
+
+        return train_test_split(self, test_size, shuffle=shuffle, seed=seed)  # type: ignore[arg-type]
+
+    def streaming_split(self, n: int, *, equal: bool = True, stall_timeout_s: float | None = None
+                        ) -> list[DataSplitIterator]:
+        """``n`` iterators fed by one streaming execution, each usable from another actor or process.
+
+        With ``equal=True`` every split gets the same number of rows (and so of
+        batches) every epoch; fewer than ``n`` rows may be dropped.  A split that
+        stops reading makes the others raise ``StallError`` naming it after
+        ``stall_timeout_s`` (default ``DataContext.stall_timeout_s``).
+
+        Example:
+            >>> import bridge
+            >>> a, b = bridge.range(11).streaming_split(2)
+            >>> sum(len(x["id"]) for x in a.iter_batches()), sum(len(x["id"]) for x in b.iter_batches())  # doctest: +SKIP
+            (5, 5)
+        """
+        from bridge.iteration.streaming_split import streaming_split
+
+        return streaming_split(self, n, equal=equal, stall_timeout_s=stall_timeout_s)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ exporters
+    def iter_torch_batches(
+        self,
+        *,
+        batch_size: int | None = 256,
+        dtypes: Any = None,
+        device: Any = "cpu",
+        collate_fn: Callable[[dict[str, Any]], Any] | None = None,
+        pin_memory: bool = False,
+        fill_nulls: Any = None,
+        prefetch_batches: int = 1,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+    ) -> Iterator[Any]:
+        """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_adapter.py``).
+
+        Conversion and the host-to-device copy run on the background thread,
+        ``prefetch_batches`` ahead.  Returns a resumable iterator
+        (``state_dict()`` / ``load_state_dict()``).
+
+        Example:
+            >>> import bridge
+            >>> next(iter(bridge.range(4).iter_torch_batches(batch_size=2)))["id"].tolist()
+            [0, 1]
+        """
+        from adapters.torch_adapter import make_formatter
+        from bridge.iteration.resumable import BatchIterator
+
+        formatter = make_formatter(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
+                                   fill_nulls=fill_nulls)
+        return BatchIterator(self, batch_size=batch_size, prefetch_batches=prefetch_batches,  # type: ignore[arg-type]
+                             drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+                             local_shuffle_seed=local_shuffle_seed, formatter=formatter)
+
+    def to_torch(self, *, batch_size: int | None = None, **options: Any) -> Any:
+        """A ``torch.utils.data.IterableDataset``: DataLoader workers and ranks each get their share.
+
+        ``batch_size=None`` yields rows (let the DataLoader batch them);
+        otherwise batches (use ``DataLoader(..., batch_size=None)``).  See
+        ``bridge/iteration/torch_iterable.py`` for sharding, ``len()`` and resume.
+
+        Example:
+            >>> import bridge, torch
+            >>> tds = bridge.range(10).to_torch(batch_size=5)
+            >>> len(tds)
+            2
+        """
+        return self.to_any("torch", batch_size=batch_size, **options)  # type: ignore[attr-defined]
+
+    def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
+              batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
+        """A ``tf.data.Dataset`` of ``(features, labels)`` whose signature comes from the Arrow schema.
+
+        A column name gives one tensor, a list of names a dict of tensors; list
+        columns become ``tf.RaggedTensor`` s.  See ``adapters/tf_adapter.py``.
+
+        Example:
+            >>> import bridge
+            >>> tfds = bridge.from_items([{"x": 1.0, "y": 0}]).to_tf("x", "y", batch_size=1)  # doctest: +SKIP
+        """
+        return self.to_any("tf", feature_columns=feature_columns, label_columns=label_columns,  # type: ignore[attr-defined]
+                           batch_size=batch_size, drop_last=drop_last, **options)

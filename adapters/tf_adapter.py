@@ -1,0 +1,184 @@
+"""TensorFlow <-> Dataset: ``ds.to_tf(...)`` (a ``tf.data.Dataset``) and ``bridge.from_tf(...)``.
+
+dtype rules (Arrow column -> ``output_signature``), applied after the shared rules
+of ``bridge/iteration/training_columns.py`` (timestamps -> int64 with the unit
+stated, nulls -> error naming the column unless ``fill_nulls``, dictionaries
+decoded, decimals -> error with the cast to use):
+
+===============================  ======================================================
+Arrow                            ``tf`` spec (batch dimension ``None``)
+===============================  ======================================================
+int8..int64, uint8..uint64       ``TensorSpec([None], same dtype)``
+float16/32/64, bool              ``TensorSpec([None], same dtype)``
+timestamp / date / duration      ``TensorSpec([None], tf.int64)``
+fixed-shape tensor ``shape``     ``TensorSpec([None, *shape], value dtype)``
+string / large_string / binary   ``TensorSpec([None], tf.string)``
+list<number> (any list kind)     ``RaggedTensorSpec([None, None], value dtype, ragged_rank=1)``
+anything else                    ``UnsupportedTypeError`` naming the column
+===============================  ======================================================
+
+``feature_columns`` / ``label_columns``: a name gives one tensor, a list of
+names a dict of tensors; ``label_columns=None`` yields features only.
+
+Example:
+    >>> import bridge
+    >>> tfds = bridge.from_items([{"x": 1.0, "y": 0}]).to_tf("x", "y")  # doctest: +SKIP
+    >>> model.fit(tfds, epochs=2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+
+def _tf() -> Any:
+    try:
+        import tensorflow as tf
+    except ImportError as err:
+        from bridge.errors import missing_dependency
+
+        raise missing_dependency("tensorflow", "raybridge[tf]", "the tf.data exporter") from err
+    return tf
+
+
+def _names(cols: str | list[str] | None) -> list[str]:
+    return [] if cols is None else ([cols] if isinstance(cols, str) else list(cols))
+
+
+def spec_for(tf: Any, name: str, t: pa.DataType) -> Any:
+    """The ``tf`` spec of one Arrow column (rules in the module docstring)."""
+    from bridge import tensor
+    from bridge.errors import UnsupportedTypeError
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if tensor.is_fixed_tensor(t):
+        return tf.TensorSpec([None, *t.shape], tf.as_dtype(t.value_type.to_pandas_dtype()), name=name)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return tf.TensorSpec([None], tf.as_dtype(t.to_pandas_dtype()), name=name)
+    if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t):
+        return tf.TensorSpec([None], tf.int64, name=name)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return tf.TensorSpec([None], tf.string, name=name)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
+            pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
+            or pa.types.is_boolean(t.value_type)):
+        return tf.RaggedTensorSpec([None, None], tf.as_dtype(t.value_type.to_pandas_dtype()), ragged_rank=1,
+                                   row_splits_dtype=tf.int64)
+    msg = f"to_tf: column {name!r} has type {t}, which has no tf.data equivalent"
+    raise UnsupportedTypeError(msg, "cast it to a number, string or list of numbers first, or leave it out")
+
+
+def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any) -> Any:
+    from bridge.iteration.training_columns import training_column
+
+    col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
+    if col.kind == "ragged":
+        values = np.asarray(col.value).astype(spec.dtype.as_numpy_dtype, copy=False)
+        return tf.RaggedTensor.from_row_lengths(values, col.row_lengths)
+    if col.kind == "strings":
+        return np.asarray(col.value, dtype=object)
+    return col.value
+
+
+def _pack(values: dict[str, Any], names: list[str], single: bool) -> Any:
+    return values[names[0]] if single else {n: values[n] for n in names}
+
+
+def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
+          batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+          local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:
+    """The ``tf.data.Dataset`` behind :meth:`bridge.Dataset.to_tf`."""
+    from bridge.errors import SchemaMismatchError
+    from bridge.iteration.resumable import BatchIterator
+
+    tf = _tf()
+    features, labels = _names(feature_columns), _names(label_columns)
+    schema = ds.schema()
+    if schema is None:
+        from bridge.errors import DatasetEmptyError
+
+        raise DatasetEmptyError("to_tf: the Dataset has no rows and no schema", "check the source; it is empty")
+    missing = [c for c in features + labels if c not in schema.names]
+    if missing:
+        msg = f"to_tf: column(s) {missing} not found; the Dataset has {schema.names}"
+        raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
+    specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
+    f_sig = _pack(specs, features, f_single)
+    signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
+    wanted = features + [c for c in labels if c not in features]
+
+    def convert(block: pa.Table) -> Any:
+        values = {n: _to_tf_value(tf, block, n, specs[n], fill_nulls) for n in wanted}
+        f = _pack(values, features, f_single)
+        return (f, _pack(values, labels, l_single)) if labels else f
+
+    def generator() -> Iterator[Any]:
+        it = BatchIterator(ds.select_columns(wanted), batch_size=batch_size, drop_last=drop_last,
+                           prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
+                           local_shuffle_seed=local_shuffle_seed, formatter=convert)
+        yield from it
+
+    return tf.data.Dataset.from_generator(generator, output_signature=signature)
+
+
+def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
+    """A ``tf.data.Dataset`` -> Dataset (read on the driver, in order).
+
+    Dict elements give their keys as columns; a tuple ``(x, y, ...)`` gives
+    ``item_0, item_1, ...`` (a dict inside a tuple is flattened into its keys);
+    anything else a column ``item``.  Ragged elements become list columns.
+    """
+    from bridge.batch import to_block
+    from bridge.io.memory import _put_blocks
+
+    tf = _tf()
+
+    def numpy_of(v: Any) -> Any:
+        if isinstance(v, tf.RaggedTensor):
+            return pa.array(v.to_list())
+        arr = v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+        if arr.dtype == object:
+            return pa.array([x.decode() if isinstance(x, bytes) else x for x in arr.tolist()])
+        return arr
+
+    def columns(elem: Any) -> dict[str, Any]:
+        if isinstance(elem, dict):
+            return {str(k): numpy_of(v) for k, v in elem.items()}
+        if isinstance(elem, tuple):
+            out: dict[str, Any] = {}
+            for i, part in enumerate(elem):
+                out.update(columns(part) if isinstance(part, dict) else {f"item_{i}": numpy_of(part)})
+            return out
+        return {"item": numpy_of(elem)}
+
+    def blocks() -> Iterator[pa.Table]:
+        for batch in dataset.ragged_batch(rows_per_block):
+            yield to_block(columns(batch))
+
+    return _put_blocks(blocks(), "FromTF")
+
+
+class TFAdapter:
+    name = "tf"
+    package = "tensorflow"
+    extra = "raybridge[tf]"
+
+    def is_native(self, obj: Any) -> bool:
+        tf = sys.modules.get("tensorflow")
+        return tf is not None and isinstance(obj, tf.data.Dataset)
+
+    def to_dataset(self, obj: Any, **options: Any) -> Any:
+        return from_tf(obj, **options)
+
+    def from_dataset(self, ds: Any, **options: Any) -> Any:
+        return to_tf(ds, **options)
+
+
+ADAPTER = TFAdapter()

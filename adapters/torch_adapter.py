@@ -1,0 +1,277 @@
+"""PyTorch <-> Dataset: ``iter_torch_batches``, ``to_torch`` (an IterableDataset) and ``from_torch``.
+
+dtype rules (Arrow column -> torch), applied after the shared rules of
+``bridge/iteration/training_columns.py`` (timestamps -> int64 with the unit
+stated, nulls -> error naming the column unless ``fill_nulls``, dictionaries
+decoded, decimals -> error with the cast to use):
+
+============================  =================================================================
+Arrow / NumPy                 torch
+============================  =================================================================
+int8, int16, int32, int64     same width (``torch.int8`` .. ``torch.int64``)
+uint8                         ``torch.uint8``
+uint16, uint32                ``torch.int64`` (torch has no arithmetic on uint16/32); lossless
+uint64                        ``UnsupportedTypeError`` (values may not fit int64), unless
+                              ``dtypes`` names a dtype for the column, which casts it
+float16, float32, float64     ``torch.float16``, ``torch.float32``, ``torch.float64``
+bool                          ``torch.bool``
+timestamp / date / duration   ``torch.int64`` (unit since the epoch; a warning says which)
+fixed-shape tensor            one stacked tensor ``(rows, *shape)``
+string / binary               a Python list (strings stay lists)
+list<number>                  a list of 1-d tensors, one per row
+variable-shape tensor         a list of tensors, one per row
+============================  =================================================================
+
+``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.
+Tensors made on the CPU share memory with the Arrow buffers where no cast or
+concatenation was needed; treat them as read-only.
+
+Example:
+    >>> import bridge
+    >>> b = next(iter(bridge.range(8).iter_torch_batches(batch_size=4)))
+    >>> b["id"].tolist()
+    [0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+_UINT_TO_INT64 = ("uint16", "uint32")
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as err:
+        from bridge.errors import missing_dependency
+
+        raise missing_dependency("torch", "raybridge[torch]", "the torch exporter") from err
+    return torch
+
+
+def _dtype_for(dtypes: Any, name: str) -> Any:
+    if dtypes is None:
+        return None
+    if isinstance(dtypes, dict):
+        return dtypes.get(name)
+    return dtypes
+
+
+def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any) -> Any:
+    """One ndarray -> a tensor sharing its memory where no cast is needed (warnings silenced by the caller)."""
+    np_dtype = arr.dtype
+    if np_dtype.kind == "u" and np_dtype.itemsize > 1:
+        if np_dtype.itemsize == 8 and dtype is None:
+            from bridge.errors import UnsupportedTypeError
+
+            msg = f"torch: column {name!r} is uint64, which torch cannot hold without risking overflow"
+            hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit) or cast the column to int64 "
+                    "or float64 before exporting")
+            raise UnsupportedTypeError(msg, hint)
+        arr = arr.astype(np.int64)
+    t = torch.from_numpy(arr) if type(arr) is np.ndarray and np_dtype.kind != "O" else torch.as_tensor(arr)
+    return t.to(dtype) if dtype is not None and t.dtype != dtype else t
+
+
+def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) -> dict[str, Any]:
+    """One Arrow table -> ``{column: tensor | list}`` by the rules of the module docstring.
+
+    Run once per run of batches (see ``bridge/iteration/block_format.py``); the
+    batches are then slices of these tensors.
+    """
+    from bridge.iteration.training_columns import training_column
+
+    torch = _torch()
+    # Column rules first: their warnings (timestamps) must reach the user.
+    cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch") for name in block.column_names]
+    out: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # read-only Arrow buffers: torch warns that tensors share them
+        for col in cols:
+            name = col.name
+            dtype = _dtype_for(dtypes, name)
+            if col.kind == "dense":
+                out[name] = _dense_to_tensor(torch, name, col.value, dtype)
+            elif col.kind == "strings":
+                out[name] = col.value
+            elif col.kind == "ragged":
+                assert col.row_lengths is not None
+                flat = _dense_to_tensor(torch, name, col.value, dtype)
+                out[name] = list(torch.split(flat, col.row_lengths.tolist()))
+            else:
+                out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype) for a in col.value]
+    return out
+
+
+def _resolve_device(device: Any) -> Any:
+    torch = _torch()
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        from bridge.errors import BridgeError
+
+        msg = f"iter_torch_batches(device={device!r}): this process sees no CUDA device"
+        raise BridgeError(msg, "pass device='cpu' (or 'auto'), or run on a GPU worker (e.g. num_gpus=1)")
+    return dev
+
+
+def _move(obj: Any, device: Any, pin: bool) -> Any:
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        if pin and device.type == "cuda" and not obj.is_pinned():
+            obj = obj.pin_memory()
+        return obj.to(device, non_blocking=device.type == "cuda")
+    if isinstance(obj, dict):
+        return {k: _move(v, device, pin) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], torch.Tensor):
+        return type(obj)(_move(v, device, pin) for v in obj)
+    return obj
+
+
+def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Callable[..., Any] | None = None,
+                   pin_memory: bool = False, fill_nulls: Any = None) -> Callable[[Any], Any]:
+    """The conversion run on the iterator's background thread (callable on one Arrow table too).
+
+    Without ``collate_fn`` it is a :class:`~bridge.iteration.block_format.BlockFormat`:
+    each run of batches becomes tensors once (and goes to the device once, on
+    a side stream of the background thread, so the copy overlaps with the
+    training step), and every batch is a slice of those tensors.  A user
+    ``collate_fn`` gets each batch as NumPy on the background thread instead.
+    """
+    from bridge.iteration.block_format import BlockFormat
+
+    torch = _torch()
+    dev = _resolve_device(device)
+    if collate_fn is not None and dtypes is not None:
+        from bridge.errors import BridgeError
+
+        raise BridgeError("iter_torch_batches: pass either collate_fn or dtypes, not both",
+                          "cast inside your collate_fn")
+    stream = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
+
+    def to_device(out: Any) -> Any:
+        if dev.type == "cpu":
+            return out if not pin_memory else _move(out, dev, False)
+        with torch.cuda.stream(stream):
+            moved = _move(out, dev, pin_memory)
+        stream.synchronize()  # type: ignore[union-attr]
+        return moved
+
+    if collate_fn is None:
+        return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)))
+
+    def collate(block: Any) -> Any:
+        from bridge.batch import to_numpy_batch
+
+        return to_device(collate_fn(to_numpy_batch(block)))
+
+    return collate
+
+
+_FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls")
+
+
+def torch_batch_stream(run: Callable[[Callable[[Any], Any], dict[str, Any]], Iterator[Any]],
+                       options: dict[str, Any]) -> Iterator[Any]:
+    """Split ``options`` into formatting and iteration arguments and run ``run(formatter, iteration_kw)``."""
+    fmt_kw = {k: options.pop(k) for k in _FORMAT_KEYS if k in options}
+    return run(make_formatter(**fmt_kw), options)
+
+
+def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
+    """A torch map-style or iterable dataset -> Dataset (items read on the driver, in order).
+
+    A dict item becomes a row; a tuple ``(x, y, ...)`` becomes columns ``item_0, item_1, ...``;
+    anything else a column ``item``.  Tensors of one shape stack into tensor columns.
+
+    Example:
+        >>> import bridge, torch
+        >>> tds = torch.utils.data.TensorDataset(torch.arange(4.0), torch.arange(4))
+        >>> bridge.from_torch(tds).take(1)  # doctest: +SKIP
+        [{'item_0': 0.0, 'item_1': 0}]
+    """
+    from bridge.batch import to_block
+    from bridge.io.memory import _put_blocks
+
+    torch = _torch()
+
+    def as_numpy(v: Any) -> Any:
+        return v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v
+
+    def as_row(item: Any) -> dict[str, Any]:
+        if isinstance(item, dict):
+            return {str(k): as_numpy(v) for k, v in item.items()}
+        if isinstance(item, (tuple, list)):
+            return {f"item_{i}": as_numpy(v) for i, v in enumerate(item)}
+        return {"item": as_numpy(item)}
+
+    def column(values: list[Any]) -> Any:
+        if values and isinstance(values[0], np.ndarray) and all(
+                isinstance(v, np.ndarray) and v.shape == values[0].shape for v in values):
+            return np.stack(values)
+        if values and isinstance(values[0], (int, float, bool, np.generic)):
+            return np.asarray(values)
+        return list(values)
+
+    def blocks() -> Iterator[Any]:
+        rows: list[dict[str, Any]] = []
+        for item in dataset:
+            rows.append(as_row(item))
+            if len(rows) >= rows_per_block:
+                yield to_block({k: column([r[k] for r in rows]) for k in rows[0]})
+                rows = []
+        if rows:
+            yield to_block({k: column([r[k] for r in rows]) for k in rows[0]})
+
+    return _put_blocks(blocks(), "FromTorch")
+
+
+class TorchAdapter:
+    name = "torch"
+    package = "torch"
+    extra = "raybridge[torch]"
+
+    def is_native(self, obj: Any) -> bool:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        return isinstance(obj, (torch.utils.data.Dataset, torch.Tensor))
+
+    def to_dataset(self, obj: Any, **options: Any) -> Any:
+        torch = _torch()
+        if isinstance(obj, torch.Tensor):
+            from bridge.io.memory import from_numpy
+
+            return from_numpy(obj.detach().cpu().numpy(), **options)
+        return from_torch(obj, **options)
+
+    def from_dataset(self, ds: Any, **options: Any) -> Any:
+        return _iterable_dataset_class()(ds, **options)
+
+
+ADAPTER = TorchAdapter()
+
+_CLASS: list[type] = []
+
+
+def __getattr__(name: str) -> Any:
+    # ``TorchIterableDataset`` subclasses a torch class, so it is built on first use
+    # (here too, so that pickle finds it in a DataLoader worker started with "spawn").
+    if name == "TorchIterableDataset":
+        return _iterable_dataset_class()
+    raise AttributeError(name)
+
+
+def _iterable_dataset_class() -> type:
+    if not _CLASS:
+        from bridge.iteration.torch_iterable import build_class
+
+        _CLASS.append(build_class(_torch()))
+    return _CLASS[0]

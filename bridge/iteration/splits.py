@@ -1,0 +1,145 @@
+"""Static splits of a Dataset: ``split``, ``split_at_indices``, ``train_test_split``.
+
+The Dataset is materialised once; each part is a :class:`MaterializedDataset`
+over block references of the whole.  Only the blocks that straddle a boundary
+are cut, in Ray tasks that copy just the rows of each piece, so no row is
+shipped to the driver and the parts own their buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import ray
+
+from bridge.block import Block, BlockMetadata, compact
+from bridge.errors import BridgeError
+from bridge.execution.bundle import RefBundle
+from bridge.plan.logical import InputData
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset, MaterializedDataset
+
+
+@ray.remote(num_returns=2)
+def _slice_block(block: Block, start: int, length: int) -> tuple[Block, BlockMetadata]:
+    out = compact(block.slice(start, length))
+    return out, BlockMetadata.of(out)
+
+
+def _bundles_of(ds: Dataset) -> list[RefBundle]:
+    plan = ds._plan
+    if isinstance(plan, InputData):
+        return list(plan.bundles)
+    return list(ds.materialize()._plan.bundles)  # type: ignore[attr-defined]
+
+
+def cut_rows(bundles: list[RefBundle], bounds: Sequence[tuple[int, int]]) -> list[list[RefBundle]]:
+    """For each ``(start, stop)`` row range, the bundles holding exactly those rows."""
+    singles = [s for b in bundles for s in b.split_singletons() if s.num_rows]
+    offsets = []
+    pos = 0
+    for s in singles:
+        offsets.append(pos)
+        pos += s.num_rows
+    parts: list[list[RefBundle]] = []
+    pending_meta: list[tuple[int, ray.ObjectRef, ray.ObjectRef]] = []
+    for start, stop in bounds:
+        part: list[RefBundle] = []
+        for s, off in zip(singles, offsets):
+            lo, hi = max(start, off), min(stop, off + s.num_rows)
+            if lo >= hi:
+                continue
+            if lo == off and hi == off + s.num_rows:
+                part.append(s)
+            else:
+                block_ref, meta_ref = _slice_block.remote(s.refs[0], lo - off, hi - lo)
+                part.append(RefBundle([block_ref], []))
+                pending_meta.append((len(parts), block_ref, meta_ref))
+        parts.append(part)
+    if pending_meta:
+        metas = ray.get([m for _, _, m in pending_meta])
+        by_ref = {id(b): meta for (_, b, _), meta in zip(pending_meta, metas)}
+        for part in parts:
+            for b in part:
+                if not b.metas:
+                    b.metas.append(by_ref[id(b.refs[0])])
+    return parts
+
+
+def _as_datasets(parts: list[list[RefBundle]], name: str, schema_like: list[RefBundle]) -> list[MaterializedDataset]:
+    from bridge.dataset import MaterializedDataset
+
+    out = []
+    for i, part in enumerate(parts):
+        if not part and schema_like:
+            # An empty part keeps the schema: one empty slice of the first block.
+            first = schema_like[0].split_singletons()[0]
+            block_ref, meta_ref = _slice_block.remote(first.refs[0], 0, 0)
+            part = [RefBundle([block_ref], [ray.get(meta_ref)])]
+        out.append(MaterializedDataset(InputData([], part, f"{name}[{i}]")))
+    return out
+
+
+def split(ds: Dataset, n: int, *, equal: bool = False) -> list[MaterializedDataset]:
+    """``n`` contiguous parts; sizes differ by at most one row (``equal=True``: identical, the
+    remainder of fewer than ``n`` rows dropped)."""
+    if not isinstance(n, int) or n < 1:
+        raise BridgeError(f"split(n) needs a positive number of parts; got {n!r}", "call split(2)")
+    bundles = _bundles_of(ds)
+    total = sum(b.num_rows for b in bundles)
+    base, extra = divmod(total, n)
+    bounds, pos = [], 0
+    for i in range(n):
+        size = base + (0 if equal or i >= extra else 1)
+        bounds.append((pos, pos + size))
+        pos += size
+    return _as_datasets(cut_rows(bundles, bounds), "Split", bundles)
+
+
+def split_at_indices(ds: Dataset, indices: Sequence[int]) -> list[MaterializedDataset]:
+    """Parts ``[0, i0), [i0, i1), ..., [ik, N)``; indices past the end give empty parts."""
+    idx = list(indices)
+    if any(not isinstance(i, int) or i < 0 for i in idx) or idx != sorted(idx):
+        msg = f"split_at_indices needs non-negative, sorted row indices; got {idx}"
+        raise BridgeError(msg, "pass e.g. split_at_indices([100, 250])")
+    bundles = _bundles_of(ds)
+    total = sum(b.num_rows for b in bundles)
+    cuts = [0] + [min(i, total) for i in idx] + [total]
+    bounds = list(zip(cuts[:-1], cuts[1:]))
+    return _as_datasets(cut_rows(bundles, bounds), "SplitAt", bundles)
+
+
+def split_proportionately(ds: Dataset, proportions: Sequence[float]) -> list[MaterializedDataset]:
+    """Parts holding these fractions of the rows; the last part gets the rest."""
+    if not proportions or any(p <= 0 for p in proportions) or sum(proportions) >= 1:
+        msg = f"proportions must be positive and sum to less than 1; got {list(proportions)}"
+        raise BridgeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
+    total = ds.count()
+    idx, acc = [], 0.0
+    for p in proportions:
+        acc += p
+        idx.append(int(total * acc))
+    return split_at_indices(ds, idx)
+
+
+def train_test_split(
+    ds: Dataset, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
+) -> tuple[MaterializedDataset, MaterializedDataset]:
+    """``(train, test)``: the last ``test_size`` rows (a fraction in (0, 1) or a row count) are the test set."""
+    total = ds.count()
+    if isinstance(test_size, float):
+        if not 0 < test_size < 1:
+            msg = f"train_test_split: a float test_size must lie in (0, 1); got {test_size}"
+            raise BridgeError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
+        n_test = int(round(total * test_size))
+    elif isinstance(test_size, int) and 0 <= test_size <= total:
+        n_test = test_size
+    else:
+        msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
+        raise BridgeError(msg, "pass e.g. test_size=0.2")
+    if shuffle:
+        ds = ds.random_shuffle(seed=seed)  # type: ignore[attr-defined]
+    train, test = split_at_indices(ds, [total - n_test])
+    return train, test

@@ -1,0 +1,216 @@
+"""``streaming_split(n)``: n iterators fed by one streaming execution.
+
+A coordinator actor (no CPU reserved) runs the Dataset's plan once per epoch
+and deals its blocks to ``n`` queues through a :class:`SplitDispatcher`.  Each
+:class:`DataSplitIterator` is a small picklable handle (actor + index): hand it
+to a Ray actor, a Ray Train worker or a torch DDP rank.  Blocks travel by
+reference; a consumer fetches only its own.
+
+Epochs: each ``iter_batches()`` on a split is one epoch.  Epoch ``e + 1``
+starts when every split has finished epoch ``e`` (the barrier Ray Data has).
+A consumer that stops reading fills its queue, which pauses the stream; the
+others then wait, and after ``DataContext.stall_timeout_s`` they raise
+:class:`StallError` naming the stalled split(s), instead of hanging forever.
+
+Example:
+    >>> import bridge
+    >>> a, b = bridge.range(101).streaming_split(2, equal=True)
+    >>> # in two processes/actors: for batch in a.iter_batches(batch_size=10): ...
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from bridge.errors import BridgeError, StallError
+from bridge.execution.bundle import RefBundle
+from bridge.iteration.split_dispatcher import SplitDispatcher
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset
+
+#: Blocks a split may have waiting before the stream pauses for it.
+MAX_QUEUED_BLOCKS = 4
+
+
+def _slice_bundle(single: RefBundle, start: int, length: int) -> RefBundle:
+    from bridge.iteration.splits import _slice_block
+
+    block_ref, meta_ref = _slice_block.remote(single.refs[0], start, length)
+    return RefBundle([block_ref], [ray.get(meta_ref)])
+
+
+class SplitCoordinator:
+    """The actor behind ``streaming_split`` (used via ``ray.remote``; see the module docstring)."""
+
+    def __init__(self, ds: Dataset, n: int, equal: bool, stall_timeout_s: float) -> None:
+        self.ds = ds
+        self.n = n
+        self.equal = equal
+        self.stall_timeout_s = stall_timeout_s
+        self.cond = threading.Condition()
+        self.epoch = -1
+        self.dispatcher: SplitDispatcher | None = None
+        self.done: set[int] = set(range(n))  # splits that finished the current epoch
+        self.error: BaseException | None = None
+        self.last_seen = [time.monotonic()] * n
+        self.rows_delivered: dict[int, list[int]] = {}
+
+    # ------------------------------------------------------------------ producer
+    def _feed(self, dispatcher: SplitDispatcher) -> None:
+        try:
+            bundles, _ = self.ds._execute()
+            for bundle in bundles:
+                with self.cond:
+                    while any(dispatcher.queued(i) >= MAX_QUEUED_BLOCKS for i in range(self.n)):
+                        self.cond.wait(0.5)
+                    dispatcher.add(bundle)
+                    self.cond.notify_all()
+            with self.cond:
+                dispatcher.finish()
+                self.cond.notify_all()
+        except BaseException as err:  # noqa: BLE001 - handed to every consumer
+            with self.cond:
+                self.error = err
+                self.cond.notify_all()
+
+    def _start_epoch(self) -> None:
+        self.epoch += 1
+        self.done = set()
+        self.dispatcher = SplitDispatcher(self.n, self.equal, _slice_bundle)
+        self.rows_delivered[self.epoch] = [0] * self.n
+        threading.Thread(target=self._feed, args=(self.dispatcher,), name="raybridge-split-feed", daemon=True).start()
+
+    # ------------------------------------------------------------------ consumers
+    def _stalled(self, me: int) -> list[int]:
+        now = time.monotonic()
+        d = self.dispatcher
+        out = []
+        for i in range(self.n):
+            if i == me or now - self.last_seen[i] < self.stall_timeout_s:
+                continue
+            queue_full = d is not None and d.queued(i) >= MAX_QUEUED_BLOCKS
+            behind = i not in self.done
+            if queue_full or behind:
+                out.append(i)
+        return out
+
+    def next_bundle(self, split: int, epoch: int) -> RefBundle | None:
+        """The next block for ``split`` in ``epoch``, or ``None`` at the end of the epoch."""
+        start = time.monotonic()
+        with self.cond:
+            self.last_seen[split] = time.monotonic()
+            while True:
+                if self.error is not None:
+                    raise self.error
+                if epoch == self.epoch + 1 and len(self.done) == self.n:
+                    self._start_epoch()
+                if epoch == self.epoch and self.dispatcher is not None and self.dispatcher.queues[split]:
+                    item = self.dispatcher.queues[split].popleft()
+                    if item is None:
+                        self.done.add(split)
+                    else:
+                        self.rows_delivered[epoch][split] += item.num_rows
+                    self.last_seen[split] = time.monotonic()
+                    self.cond.notify_all()
+                    return item
+                if epoch < self.epoch or epoch > self.epoch + 1:
+                    msg = f"streaming_split: split {split} asked for epoch {epoch} while the splits are at epoch {self.epoch}"
+                    raise BridgeError(msg, "iterate every split once per epoch, in step with the others")
+                if time.monotonic() - start > self.stall_timeout_s:
+                    stalled = self._stalled(split)
+                    if stalled:
+                        msg = (f"streaming_split: split {split} waited {time.monotonic() - start:.0f}s in epoch "
+                               f"{max(epoch, 0)}; split(s) {stalled} stopped reading")
+                        hint = ("every split must be consumed to the end of each epoch (equal row counts are dealt "
+                                "in step); raise DataContext.stall_timeout_s if a consumer is just slow")
+                        raise StallError(msg, hint)
+                self.cond.wait(0.5)
+                self.last_seen[split] = time.monotonic()
+
+    def stats(self) -> dict[str, Any]:
+        """Rows delivered per split and epoch, and rows dropped to keep shares equal."""
+        d = self.dispatcher
+        return {"epoch": self.epoch, "rows_delivered": dict(self.rows_delivered),
+                "dropped_rows": d.dropped_rows if d else 0}
+
+
+_RemoteCoordinator = ray.remote(num_cpus=0)(SplitCoordinator)
+
+
+class DataSplitIterator:
+    """One consumer's share of a ``streaming_split``; picklable, usable from any Ray worker."""
+
+    def __init__(self, coordinator: Any, index: int, n: int) -> None:
+        self._coord = coordinator
+        self.index = index
+        self.n = n
+        self._epoch = 0
+
+    def __reduce__(self) -> Any:
+        return (DataSplitIterator, (self._coord, self.index, self.n))
+
+    def _bundles(self, epoch: int) -> Iterator[RefBundle]:
+        pending = self._coord.next_bundle.remote(self.index, epoch)
+        while True:
+            item = ray.get(pending)
+            if item is None:
+                return
+            pending = self._coord.next_bundle.remote(self.index, epoch)  # one request ahead
+            yield item
+
+    def _next_epoch(self) -> int:
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        return epoch
+
+    def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
+                     drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+        """One epoch of this split's batches (same arguments as :meth:`bridge.Dataset.iter_batches`)."""
+        from bridge.iteration.batch_iterator import iter_batches
+
+        yield from iter_batches(
+            self._bundles(self._next_epoch()), batch_size=batch_size, batch_format=batch_format,
+            prefetch_batches=prefetch_batches, drop_last=drop_last, formatter=_formatter,
+            local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
+        )
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        from bridge.batch import block_to_rows
+
+        for b in self.iter_batches(batch_size=None, batch_format="pyarrow"):
+            yield from block_to_rows(b)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.iter_rows()
+
+    def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
+        """One epoch of this split as dicts of torch tensors (see :meth:`bridge.Dataset.iter_torch_batches`)."""
+        from adapters.torch_adapter import torch_batch_stream
+
+        return torch_batch_stream(lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
+
+    def stats(self) -> dict[str, Any]:
+        return ray.get(self._coord.stats.remote())
+
+    def __repr__(self) -> str:
+        return f"DataSplitIterator(split={self.index} of {self.n})"
+
+
+def streaming_split(ds: Dataset, n: int, *, equal: bool = True, stall_timeout_s: float | None = None
+                    ) -> list[DataSplitIterator]:
+    """``n`` iterators over one streaming execution of ``ds`` (see the module docstring)."""
+    from bridge._ray import ensure_ray
+    from bridge.context import DataContext
+
+    if not isinstance(n, int) or n < 1:
+        raise BridgeError(f"streaming_split(n) needs a positive number of splits; got {n!r}", "call streaming_split(2)")
+    ensure_ray()
+    timeout = DataContext.get_current().stall_timeout_s if stall_timeout_s is None else stall_timeout_s
+    coord = _RemoteCoordinator.options(max_concurrency=max(2 * n + 4, 8)).remote(ds, n, equal, float(timeout))
+    return [DataSplitIterator(coord, i, n) for i in range(n)]

@@ -1,0 +1,128 @@
+"""Arrow columns -> the arrays a training framework takes; the rules shared by torch and tf.
+
+Each column becomes one :class:`TrainingColumn`:
+
+=================================  ==========================================================
+Arrow type                         becomes
+=================================  ==========================================================
+int8..int64, uint8..uint64         ``dense`` ndarray of the same dtype (framework rules narrow it)
+float16/32/64, bool                ``dense`` ndarray of the same dtype
+timestamp[unit, tz]                ``dense`` int64: ``unit`` since the Unix epoch (UTC); a
+                                   ``UserWarning`` names the column and the unit, once per column
+date32 / date64                    ``dense`` int64 days / milliseconds since the epoch
+duration[unit], time               ``dense`` int64 in the column's unit
+arrow.fixed_shape_tensor           ``dense`` ``(rows, *shape)`` ndarray (no copy where Arrow allows)
+string / binary (any width)        ``strings``: a Python list of ``str`` / ``bytes``
+dictionary<values>                 decoded, then as its value type
+list / large_list of numbers       ``ragged``: flat values + row lengths (tf: ``RaggedTensor``)
+variable-shape tensor              ``ragged`` list of ndarrays (torch: list of tensors)
+decimal, struct, map, null         ``UnsupportedTypeError`` naming the column, with the cast to use
+any column with nulls              ``UnsupportedTypeError`` naming the column and the null
+                                   count, unless ``fill_nulls`` gives it a value
+=================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge import tensor
+from bridge.batch import column_to_numpy
+from bridge.errors import UnsupportedTypeError
+
+_warned_timestamps: set[tuple[str, str]] = set()
+
+
+@dataclasses.dataclass
+class TrainingColumn:
+    name: str
+    #: "dense" | "strings" | "ragged" | "tensor_list"
+    kind: str
+    value: Any
+    #: For "ragged": row lengths (int64 ndarray) of the flat ``value``.
+    row_lengths: np.ndarray | None = None
+
+
+def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> pa.ChunkedArray:
+    if not col.null_count:
+        return col
+    value = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
+    if value is None:
+        msg = (f"{framework}: column {name!r} ({col.type}) has {col.null_count} null(s) in this batch; "
+               f"{framework} tensors cannot hold nulls")
+        hint = (f"pass fill_nulls={{{name!r}: 0}} (or one value for every column), or drop/fill them first "
+                f"with ds.filter(expr=pc.field({name!r}).is_valid())")
+        raise UnsupportedTypeError(msg, hint)
+    try:
+        return pc.fill_null(col, pa.scalar(value, type=col.type) if not pa.types.is_dictionary(col.type) else value)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        msg = f"{framework}: cannot fill the nulls of column {name!r} ({col.type}) with {value!r}: {err}"
+        raise UnsupportedTypeError(msg, "pass a fill value of the column's type") from err
+
+
+def _time_like_to_int64(col: pa.ChunkedArray, name: str) -> np.ndarray:
+    t = col.type
+    if pa.types.is_timestamp(t):
+        key = (name, str(t))
+        if key not in _warned_timestamps:
+            _warned_timestamps.add(key)
+            warnings.warn(f"column {name!r} ({t}) is handed over as int64 {t.unit} since the Unix epoch (UTC)",
+                          UserWarning, stacklevel=4)
+        storage = pa.int64()
+    elif pa.types.is_date32(t):
+        storage = pa.int32()
+    else:
+        storage = pa.int64()
+    return np.asarray(column_to_numpy(col.cast(storage))).astype(np.int64, copy=False)
+
+
+def _is_time_like(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)
+
+
+def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, framework: str = "torch"
+                    ) -> TrainingColumn:
+    """One column of ``block`` by the rules of the module docstring."""
+    col = block.column(name)
+    t = col.type
+    if tensor.is_fixed_tensor(t):
+        if col.null_count:
+            msg = f"{framework}: tensor column {name!r} has {col.null_count} null row(s)"
+            raise UnsupportedTypeError(msg, "drop those rows first: ds.filter(expr=pc.field(...).is_valid())")
+        return TrainingColumn(name, "dense", tensor.tensor_to_numpy(col))
+    if tensor.is_variable_tensor(t):
+        return TrainingColumn(name, "tensor_list", list(tensor.tensor_to_numpy(col)))
+    if pa.types.is_dictionary(t):
+        col = col.cast(t.value_type)
+        t = col.type
+    col = _fill(col, name, fill_nulls, framework)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return TrainingColumn(name, "dense", column_to_numpy(col))
+    if _is_time_like(t):
+        return TrainingColumn(name, "dense", _time_like_to_int64(col, name))
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return TrainingColumn(name, "strings", col.to_pylist())
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        inner = t.value_type
+        if pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_boolean(inner):
+            arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            if isinstance(arr, pa.ChunkedArray):  # no chunks at all
+                arr = pa.array([], type=t)
+            lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            values = pc.list_flatten(arr)
+            if values.null_count:
+                msg = f"{framework}: list column {name!r} holds {values.null_count} null element(s)"
+                raise UnsupportedTypeError(msg, "fill them inside the lists first (map_batches)")
+            return TrainingColumn(name, "ragged", column_to_numpy(values), row_lengths=lengths)
+    msg = f"{framework}: column {name!r} has type {t}, which has no tensor equivalent"
+    hint = "cast it first, e.g. ds.map_batches(lambda t: t.set_column(...), batch_format='pyarrow'), or drop it"
+    if pa.types.is_decimal(t):
+        hint = f"cast it to float64: ds.map_batches(lambda t: t.set_column(t.schema.get_field_index({name!r}), " \
+               f"{name!r}, t[{name!r}].cast('float64')), batch_format='pyarrow')"
+    raise UnsupportedTypeError(msg, hint)

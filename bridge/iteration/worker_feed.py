@@ -1,0 +1,124 @@
+"""Feeding DataLoader worker processes from the process that holds the Ray connection.
+
+A torch ``DataLoader(num_workers=k)`` forks (or spawns) worker processes; a
+forked process cannot use the parent's Ray connection (Ray's threads do not
+survive ``fork``).  So the process that created the exporter keeps the Ray side:
+a :class:`WorkerFeed` listens on a Unix socket; when the ``k`` workers of one
+DataLoader iteration connect, it runs one epoch, cuts it into batches and sends
+batch ``i`` (Arrow IPC) to worker ``i % k``.  The DataLoader reads its workers
+round-robin, so the training loop sees the batches in the same order as with
+``num_workers=0``, every row exactly once, and the tensor conversion runs in
+the workers, in parallel.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+import pyarrow as pa
+
+#: ``epoch_batches(epoch) -> iterator of pyarrow.Table`` run in the feeding process.
+EpochBatches = Callable[[int], Iterator[pa.Table]]
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+class WorkerFeed:
+    """The feeding side; :meth:`address` and :attr:`authkey` travel to the workers."""
+
+    def __init__(self, epoch_batches: EpochBatches, connect_timeout_s: float = 600.0) -> None:
+        self._epoch_batches = epoch_batches
+        self._timeout = connect_timeout_s
+        self.authkey = secrets.token_bytes(16)
+        path = os.path.join(tempfile.mkdtemp(prefix="raybridge-feed-"), "sock")
+        self._listener = Listener(path, family="AF_UNIX", authkey=self.authkey)
+        self.address = path
+        self.owner_pid = os.getpid()
+        self._rounds: dict[Any, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self.epoch = 0
+        threading.Thread(target=self._accept_loop, name="raybridge-worker-feed", daemon=True).start()
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                conn = self._listener.accept()
+            except (OSError, EOFError):
+                return
+            threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
+
+    def _hello(self, conn: Connection) -> None:
+        try:
+            token, worker_id, num_workers = conn.recv()
+        except (OSError, EOFError):
+            return
+        with self._lock:
+            rnd = self._rounds.setdefault(token, {"conns": {}, "k": num_workers})
+            rnd["conns"][worker_id] = conn
+            ready = len(rnd["conns"]) == rnd["k"]
+            if ready:
+                del self._rounds[token]
+                epoch, self.epoch = self.epoch, self.epoch + 1
+        if ready:
+            self._serve(epoch, [rnd["conns"][i] for i in range(rnd["k"])])
+
+    def _serve(self, epoch: int, conns: list[Connection]) -> None:
+        try:
+            for i, table in enumerate(self._epoch_batches(epoch)):
+                conns[i % len(conns)].send_bytes(_ipc(table))
+            for c in conns:
+                c.send_bytes(b"")
+        except BaseException as err:  # noqa: BLE001 - every worker gets the error
+            for c in conns:
+                try:
+                    c.send_bytes(b"!" + repr(err).encode()[:4000])
+                except OSError:
+                    pass
+        finally:
+            for c in conns:
+                try:
+                    c.recv_bytes()  # wait for the worker's goodbye (it read everything) before closing
+                except (OSError, EOFError):
+                    pass
+                c.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def worker_batches(address: str, authkey: bytes, token: Any, worker_id: int, num_workers: int) -> Iterator[pa.Table]:
+    """In a DataLoader worker: this worker's batches of the current round."""
+    from bridge.errors import BridgeError
+
+    conn = Client(address, family="AF_UNIX", authkey=authkey)
+    try:
+        conn.send((token, worker_id, num_workers))
+        while True:
+            data = conn.recv_bytes()
+            if data == b"":
+                return
+            if data[:1] == b"!":
+                msg = f"DataLoader worker {worker_id}: the feeding process failed: {data[1:].decode()}"
+                raise BridgeError(msg, "see the error above in the main process' log; fix the Dataset's plan")
+            yield _from_ipc(data)
+    finally:
+        try:
+            conn.send_bytes(b"bye")
+        except OSError:
+            pass
+        conn.close()

@@ -1,0 +1,130 @@
+"""The torch exporters: dtype rules, DataLoader workers, ranks, length, resume, from_torch (issue 3)."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.errors import UnsupportedTypeError
+
+torch = pytest.importorskip("torch")
+
+
+def _batch(table: pa.Table, **kw):
+    return next(iter(bridge.from_arrow(table).iter_torch_batches(batch_size=len(table), **kw)))
+
+
+@pytest.mark.parametrize(
+    ("arrow_type", "torch_dtype"),
+    [
+        (pa.int8(), torch.int8), (pa.int16(), torch.int16), (pa.int32(), torch.int32), (pa.int64(), torch.int64),
+        (pa.uint8(), torch.uint8), (pa.uint16(), torch.int64), (pa.uint32(), torch.int64),
+        (pa.float16(), torch.float16), (pa.float32(), torch.float32), (pa.float64(), torch.float64),
+        (pa.bool_(), torch.bool),
+    ],
+)
+def test_dtype_rules(arrow_type, torch_dtype):
+    values = [0, 1, 2] if arrow_type != pa.bool_() else [True, False, True]
+    if arrow_type == pa.float16():
+        arr = pa.array(np.array(values, dtype=np.float16))
+    else:
+        arr = pa.array(values, type=arrow_type)
+    out = _batch(pa.table({"c": arr}))["c"]
+    assert out.dtype == torch_dtype
+    assert out.tolist() == [type(out.tolist()[0])(v) for v in values]
+
+
+def test_uint64_raises_with_hint_unless_cast():
+    t = pa.table({"big": pa.array([1, 2], type=pa.uint64())})
+    with pytest.raises(UnsupportedTypeError, match="'big'.*uint64") as err:
+        _batch(t)
+    assert "Hint: pass dtypes" in str(err.value)
+    assert _batch(t, dtypes={"big": torch.int64})["big"].tolist() == [1, 2]
+
+
+def test_timestamps_strings_tensors_and_lists():
+    ts = [datetime.datetime(2024, 1, 1), datetime.datetime(2024, 1, 2)]
+    t = pa.table({
+        "ts": pa.array(ts, type=pa.timestamp("ms")),
+        "s": ["a", "b"],
+        "img": pa.FixedShapeTensorArray.from_numpy_ndarray(np.arange(24, dtype=np.uint8).reshape(2, 3, 2, 2)),
+        "seq": pa.array([[1.0], [2.0, 3.0]]),
+    })
+    with pytest.warns(UserWarning, match="'ts'.*int64 ms"):
+        out = _batch(t)
+    assert out["ts"].dtype == torch.int64 and out["ts"][1] - out["ts"][0] == 86_400_000
+    assert out["s"] == ["a", "b"]
+    assert out["img"].shape == (2, 3, 2, 2) and out["img"][1, 2, 1, 1] == 23
+    assert [x.tolist() for x in out["seq"]] == [[1.0], [2.0, 3.0]]
+
+
+def test_nulls_name_the_column_or_are_filled():
+    t = pa.table({"x": pa.array([1.0, None, 3.0])})
+    with pytest.raises(UnsupportedTypeError, match="'x'.*1 null") as err:
+        _batch(t)
+    assert "fill_nulls" in str(err.value)
+    assert _batch(t, fill_nulls={"x": -1.0})["x"].tolist() == [1.0, -1.0, 3.0]
+
+
+def test_device_cuda_without_gpu_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(bridge.BridgeError, match="no CUDA device"):
+        bridge.range(4).iter_torch_batches(device="cuda")
+
+
+def test_collate_fn_and_dtypes():
+    ds = bridge.range(6)
+    out = next(iter(ds.iter_torch_batches(batch_size=6, dtypes=torch.float32)))
+    assert out["id"].dtype == torch.float32
+    got = next(iter(ds.iter_torch_batches(batch_size=6, collate_fn=lambda b: torch.as_tensor(b["id"] * 2))))
+    assert got.tolist() == [0, 2, 4, 6, 8, 10]
+
+
+@pytest.mark.parametrize("batch_size", [None, 64])
+def test_dataloader_two_workers_delivers_every_row_once(batch_size):
+    src = bridge.range(1000, override_num_blocks=7).map_batches(lambda b: {"id": b["id"], "f": b["id"] * 0.5})
+    tds = src.to_torch(batch_size=batch_size)
+    loader = torch.utils.data.DataLoader(tds, batch_size=None if batch_size else 50, num_workers=2)
+    ids = torch.cat([b["id"] for b in loader]).tolist()
+    assert sorted(ids) == list(range(1000))
+    assert ids == list(range(1000))  # round-robin feeding keeps the num_workers=0 order
+    assert len(tds) == (16 if batch_size else 1000)
+
+
+def test_ranks_get_disjoint_equal_shares_with_equal_lengths():
+    ds = bridge.range(1001, override_num_blocks=5).materialize().randomize_block_order()
+    shares = []
+    for rank in range(3):
+        tds = ds.to_torch(batch_size=100, rank=rank, world_size=3)
+        assert len(tds) == 4
+        shares.append([int(x) for b in tds for x in b["id"]])
+    assert [len(s) for s in shares] == [333, 333, 333]
+    assert len(set().union(*map(set, shares))) == 999
+
+
+def test_to_torch_resume_continues_mid_epoch():
+    ds = bridge.range(500, override_num_blocks=4).materialize()
+    tds = ds.to_torch(batch_size=50, local_shuffle_buffer_size=100)
+    seen = []
+    for i, b in enumerate(tds):
+        seen += b["id"].tolist()
+        if i == 3:
+            break
+    state = tds.state_dict()
+    fresh = ds.to_torch(batch_size=50, local_shuffle_buffer_size=100)
+    fresh.load_state_dict(state)
+    rest = [x for b in fresh for x in b["id"].tolist()]
+    assert sorted(seen + rest) == list(range(500))
+
+
+def test_from_torch_tensor_dataset_round_trip():
+    tds = torch.utils.data.TensorDataset(torch.arange(10.0).reshape(5, 2), torch.arange(5))
+    ds = bridge.from_torch(tds)
+    rows = ds.take_all()
+    assert len(rows) == 5 and rows[4]["item_1"] == 4
+    assert list(rows[2]["item_0"]) == [4.0, 5.0]
