@@ -1,0 +1,119 @@
+"""Mars (Xorbits) DataFrame <-> Dataset.
+
+Mars lives on as Xorbits (``xorbits.pandas``), its maintained fork; upstream
+``pymars`` 0.10 needs numpy<2 and pandas<2 and cannot share an environment
+with the rest of the stack (see README).  Xorbits keeps its chunks in its own
+actor pools, outside Ray, and has no Arrow export, so the conversion streams:
+
+* ``from_mars`` executes the frame and fetches it batch by batch
+  (``iterbatch``), turning each batch into an Arrow block put in Ray's object
+  store by the driver (which therefore owns it: the Dataset outlives the
+  Xorbits session).  At most one batch is held on the driver at a time; nothing
+  is written to disk.
+* ``to_mars`` hands Xorbits one pandas frame per block and concatenates them
+  lazily, so Xorbits gets one chunk per block.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import ray
+
+from bridge.block import BlockMetadata
+from bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset, MaterializedDataset
+
+#: Rows per block when ``batch_size`` is not given.
+DEFAULT_BATCH_ROWS = 1_000_000
+
+
+def _is_xorbits_frame(obj: Any) -> bool:
+    xpd = sys.modules.get("xorbits.pandas")
+    return xpd is not None and isinstance(obj, (xpd.DataFrame, xpd.Series))
+
+
+def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> MaterializedDataset:
+    """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
+    from bridge._ray import ensure_ray
+    from bridge.execution.bundle import RefBundle
+    from bridge.io.memory import _materialized, pandas_to_block
+
+    if not _is_xorbits_frame(df):
+        msg = f"from_mars() needs an xorbits.pandas DataFrame; got {type(df).__module__}.{type(df).__name__}"
+        raise BridgeError(msg, "build one with xorbits.pandas.DataFrame(...) after xorbits.init()")
+    if batch_size < 1:
+        msg = f"from_mars(batch_size={batch_size}): the batch size must be a positive row count"
+        raise BridgeError(msg, "leave batch_size unset for 1,000,000 rows per block")
+    ensure_ray()
+    if hasattr(df, "to_frame") and not hasattr(df, "columns"):
+        df = df.to_frame()
+    bundles = []
+    try:
+        for part in df.iterbatch(batch_size=batch_size):
+            block = pandas_to_block(part)
+            bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
+    except BridgeError:
+        raise
+    except Exception as err:
+        msg = f"from_mars: Xorbits failed while fetching batch {len(bundles)}: {type(err).__name__}: {err}"
+        raise BridgeError(msg, "check the frame computes with df.head().to_pandas(); is xorbits.init() running?") \
+            from err
+    if not bundles:
+        block = pandas_to_block(df.head(0).to_pandas())
+        bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
+    return _materialized(bundles, "FromMars")
+
+
+def dataset_to_mars(ds: Dataset) -> Any:
+    """Dataset -> Xorbits DataFrame with one chunk per non-empty block."""
+    import xorbits.pandas as xpd
+
+    bundles = list(ds.iter_internal_ref_bundles())
+    blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
+    schema = next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
+    frames = []
+    for ref, meta in blocks:
+        if meta.num_rows:
+            frames.append(xpd.DataFrame(ray.get(ref).to_pandas()))
+    if not frames:
+        return xpd.DataFrame(schema.empty_table().to_pandas())
+    if len(frames) == 1:
+        return frames[0]
+    index_cols = (schema.pandas_metadata or {}).get("index_columns", [])
+    keeps_index = any(isinstance(c, str) for c in index_cols)
+    return xpd.concat(frames, ignore_index=not keeps_index)
+
+
+class MarsAdapter:
+    name = "mars"
+    package = "xorbits"
+    extra = "raybridge[mars]"
+
+    def is_native(self, obj: Any) -> bool:
+        return _is_xorbits_frame(obj)
+
+    def to_dataset(self, obj: Any, **options: Any) -> MaterializedDataset:
+        """An Xorbits (Mars) DataFrame -> Dataset.
+
+        Example:
+            >>> import bridge, xorbits, xorbits.pandas as xpd  # doctest: +SKIP
+            >>> xorbits.init()  # doctest: +SKIP
+            >>> bridge.from_mars(xpd.DataFrame({"x": [1, 2]})).count()  # doctest: +SKIP
+            2
+        """
+        return mars_to_dataset(obj, **options)
+
+    def from_dataset(self, ds: Any, **options: Any) -> Any:
+        """Dataset -> Xorbits DataFrame (``ds.to_mars()``)."""
+        if options:
+            msg = f"to_mars() takes no options; got {sorted(options)}"
+            raise BridgeError(msg, "call ds.repartition(n) before converting")
+        return dataset_to_mars(ds)
+
+
+ADAPTER = MarsAdapter()

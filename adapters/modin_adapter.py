@@ -1,0 +1,145 @@
+"""Modin DataFrame <-> Dataset.
+
+On Modin's Ray engine, ``from_modin`` takes the frame's row partitions as
+object references (``unwrap_partitions(axis=0)``) and converts each one to an
+Arrow block in a Ray task: nothing passes through the driver.  The index comes
+along when it is named or not a plain ``RangeIndex`` (Arrow's pandas metadata),
+and pandas dtypes (categorical, nullable, datetime with zone) map to their Arrow
+equivalents and back.
+
+``to_modin`` converts each block to pandas in a Ray task and hands Modin the
+references with their row lengths, columns and (for a default index) the index,
+so Modin need not make a pass over the partitions to learn them.
+
+Modin must run on Ray to share partitions; a Modin using another engine is
+converted through ``modin.pandas.DataFrame._to_pandas()`` (a written rule: the
+data passes through the driver).  ``to_modin`` uses the Ray that is already
+running; it never initialises Ray again.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import ray
+
+from adapters._protocol import module_of
+from bridge.errors import BridgeError
+
+if TYPE_CHECKING:
+    from bridge.dataset import Dataset, MaterializedDataset
+
+
+def _engine() -> str:
+    import modin.config as cfg
+
+    return str(cfg.Engine.get())
+
+
+def modin_to_dataset(mdf: Any) -> MaterializedDataset:
+    """A Modin DataFrame (or Series) -> Dataset, one block per row partition."""
+    import modin.pandas as mpd
+
+    from bridge._ray import ensure_ray
+    from bridge.io.memory import from_pandas, from_pandas_refs
+
+    if isinstance(mdf, mpd.Series):
+        mdf = mdf.to_frame()
+    if not isinstance(mdf, mpd.DataFrame):
+        msg = f"from_modin() needs a modin.pandas.DataFrame; got {type(mdf).__module__}.{type(mdf).__name__}"
+        raise BridgeError(msg, "build one with modin.pandas.DataFrame(...) or modin.pandas.read_csv(...)")
+    ensure_ray()
+    if _engine() != "Ray":
+        return from_pandas(mdf._to_pandas())
+    from modin.distributed.dataframe.pandas import unwrap_partitions
+
+    try:
+        parts = unwrap_partitions(mdf, axis=0)
+    except Exception as err:
+        msg = f"from_modin: Modin could not hand over its row partitions: {type(err).__name__}: {err}"
+        raise BridgeError(msg, "check that Modin runs on Ray (modin.config.Engine.put('ray'))") from err
+    if not parts:
+        return from_pandas(mdf._to_pandas())
+    return from_pandas_refs(parts)
+
+
+@ray.remote
+def _block_to_pandas(block: pa.Table, start: int, range_index: bool) -> Any:
+    import pandas as pd
+
+    df = block.to_pandas()
+    if range_index:
+        df.index = pd.RangeIndex(start, start + len(df))
+    return df
+
+
+def dataset_to_modin(ds: Dataset) -> Any:
+    """Dataset -> Modin DataFrame whose row partitions are this Dataset's blocks."""
+    import modin.pandas as mpd
+    import pandas as pd
+
+    from bridge._ray import ensure_ray
+
+    ensure_ray()
+    bundles = list(ds.iter_internal_ref_bundles())
+    blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
+    schema = next((m.schema for _, m in blocks if m.schema is not None and m.num_rows), None)
+    schema = schema or next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
+    meta = schema.empty_table().to_pandas()
+    nonempty = [(r, m.num_rows) for r, m in blocks if m.num_rows]
+    index_cols = [c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)]
+    if not nonempty or _engine() != "Ray":
+        # Nothing to share (or no Ray engine): build it from one pandas frame.
+        if not nonempty:
+            return mpd.DataFrame(meta)
+        return mpd.DataFrame(ds.to_pandas())
+    from modin.distributed.dataframe.pandas import from_partitions
+
+    starts, total = [], 0
+    for _, n in nonempty:
+        starts.append(total)
+        total += n
+    range_index = not index_cols
+    refs = [_block_to_pandas.remote(r, s, range_index) for (r, _), s in zip(nonempty, starts)]
+    index = pd.RangeIndex(0, total) if range_index else None
+    try:
+        return from_partitions(refs, axis=0, index=index, columns=meta.columns,
+                               row_lengths=[n for _, n in nonempty], column_widths=[len(meta.columns)])
+    except Exception as err:
+        msg = f"to_modin: Modin rejected the {len(refs)} partitions: {type(err).__name__}: {err}"
+        raise BridgeError(msg, "check that Modin runs on Ray (modin.config.Engine.put('ray'))") from err
+
+
+class ModinAdapter:
+    name = "modin"
+    package = "modin"
+    extra = "raybridge[modin]"
+
+    def is_native(self, obj: Any) -> bool:
+        mpd = sys.modules.get("modin.pandas")
+        return mpd is not None and module_of(obj) == "modin" and isinstance(obj, (mpd.DataFrame, mpd.Series))
+
+    def to_dataset(self, obj: Any, **options: Any) -> MaterializedDataset:
+        """A Modin DataFrame -> Dataset.
+
+        Example:
+            >>> import bridge, modin.pandas as mpd
+            >>> bridge.from_modin(mpd.DataFrame({"x": [1, 2, 3]})).count()  # doctest: +SKIP
+            3
+        """
+        if options:
+            msg = f"from_modin() takes no options; got {sorted(options)}"
+            raise BridgeError(msg, "repartition the Modin frame first")
+        return modin_to_dataset(obj)
+
+    def from_dataset(self, ds: Any, **options: Any) -> Any:
+        """Dataset -> Modin DataFrame (``ds.to_modin()``)."""
+        if options:
+            msg = f"to_modin() takes no options; got {sorted(options)}"
+            raise BridgeError(msg, "call ds.repartition(n) before converting")
+        return dataset_to_modin(ds)
+
+
+ADAPTER = ModinAdapter()
