@@ -1,0 +1,322 @@
+"""Spark SQL types <-> Arrow types: the written table both Spark directions follow.
+
+Spark -> Arrow (``bridge.from_spark``; Spark's own Arrow writer, then the rules marked *):
+
+==========================  ===============================================================
+Spark                       Arrow block column
+==========================  ===============================================================
+BooleanType                 bool
+Byte/Short/Integer/LongType int8 / int16 / int32 / int64
+Float/DoubleType            float32 / float64
+DecimalType(p, s)           decimal128(p, s)
+String/Char/VarcharType     string
+BinaryType                  binary
+DateType                    date32
+TimestampType               timestamp[us, tz=<spark.sql.session.timeZone>] (instants kept)
+TimestampNTZType            timestamp[us] (wall-clock time kept)
+DayTimeIntervalType         duration[us]
+NullType                    null
+ArrayType / MapType         list / map (nested to any depth, nulls kept)
+StructType                  struct (nested to any depth)
+VectorUDT (MLlib)           * arrow.fixed_shape_tensor<double>[size]; sparse vectors are
+                              densified (the zeros are written out, no value is lost); all
+                              vectors of a column must have one size, else
+                              UnsupportedTypeError; the field keeps metadata
+                              ``raybridge.spark_udt=vector`` so ``to_spark`` restores it
+other UDTs                  their ``sqlType`` (Spark's rule)
+YearMonthInterval,          * UnsupportedTypeError naming the column (Spark's Arrow
+CalendarIntervalType          writer cannot carry them)
+==========================  ===============================================================
+
+Arrow -> Spark (``Dataset.to_spark``): the inverse of the table, plus these rules:
+uint8/16/32 -> the next wider signed type; uint64 -> DecimalType(20, 0); float16 -> FloatType;
+large_string/string_view -> StringType; large_binary/fixed_size_binary -> BinaryType;
+date64 -> DateType; timestamp of any unit -> microseconds (a value that would lose
+nanoseconds raises); large_list/fixed_size_list -> ArrayType; dictionary -> its value type;
+fixed-shape tensors -> nested ArrayType of the element type (``VectorUDT`` if the field carries
+``raybridge.spark_udt=vector``); variable-shape tensors and other extension types raise
+UnsupportedTypeError naming the column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge.errors import UnsupportedTypeError
+
+#: Field metadata marking a tensor column that was an MLlib vector in Spark.
+UDT_KEY = b"raybridge.spark_udt"
+VECTOR = b"vector"
+_UNSUPPORTED_SPARK = {"YearMonthIntervalType", "CalendarIntervalType", "ObjectType"}
+
+
+# ---------------------------------------------------------------- Spark -> Arrow
+def is_vector_udt(dt: Any) -> bool:
+    """Whether a Spark type is MLlib's ``VectorUDT`` (``pyspark.ml`` or ``pyspark.mllib``)."""
+    return type(dt).__name__ == "VectorUDT"
+
+
+def check_spark_schema(schema: Any) -> list[str]:
+    """Raise for Spark types Arrow cannot carry; return the top-level VectorUDT column names."""
+    vectors: list[str] = []
+    for field in schema.fields:
+        if is_vector_udt(field.dataType):
+            vectors.append(field.name)
+            continue
+        _check_spark_type(field.dataType, field.name)
+    return vectors
+
+
+def _check_spark_type(dt: Any, path: str) -> None:
+    from pyspark.sql import types as T
+
+    name = type(dt).__name__
+    if name in _UNSUPPORTED_SPARK:
+        msg = f"from_spark: column {path!r} has Spark type {dt.simpleString()}, which Arrow cannot carry"
+        hint = (f"cast it in Spark first, e.g. df.withColumn({path.split('.')[0]!r}, col(...).cast('string')) "
+                "or extract its fields with SQL functions")
+        raise UnsupportedTypeError(msg, hint)
+    if isinstance(dt, T.UserDefinedType):
+        if is_vector_udt(dt):
+            msg = f"from_spark: column {path!r} nests an MLlib vector inside {path.split('.')[0]!r}"
+            hint = "only top-level vector columns convert to tensors; use pyspark.ml.functions.vector_to_array"
+            raise UnsupportedTypeError(msg, hint)
+        _check_spark_type(dt.sqlType(), path)
+    elif isinstance(dt, T.ArrayType):
+        _check_spark_type(dt.elementType, f"{path}[]")
+    elif isinstance(dt, T.MapType):
+        _check_spark_type(dt.keyType, f"{path}.key")
+        _check_spark_type(dt.valueType, f"{path}.value")
+    elif isinstance(dt, T.StructType):
+        for f in dt.fields:
+            _check_spark_type(f.dataType, f"{path}.{f.name}")
+
+
+def spark_to_arrow_type(dt: Any, tz: str | None) -> pa.DataType:
+    """The Arrow type Spark's Arrow writer produces for ``dt`` (``tz``: the session time zone)."""
+    from pyspark.sql import types as T
+
+    simple = {T.BooleanType: pa.bool_(), T.ByteType: pa.int8(), T.ShortType: pa.int16(),
+              T.IntegerType: pa.int32(), T.LongType: pa.int64(), T.FloatType: pa.float32(),
+              T.DoubleType: pa.float64(), T.StringType: pa.string(), T.BinaryType: pa.binary(),
+              T.DateType: pa.date32(), T.TimestampNTZType: pa.timestamp("us"), T.NullType: pa.null(),
+              T.DayTimeIntervalType: pa.duration("us")}
+    for cls, arrow_type in simple.items():
+        if type(dt) is cls:
+            return arrow_type
+    if isinstance(dt, (T.CharType, T.VarcharType)):
+        return pa.string()
+    if isinstance(dt, T.TimestampType):
+        return pa.timestamp("us", tz=tz or "UTC")
+    if isinstance(dt, T.DecimalType):
+        return pa.decimal128(dt.precision, dt.scale)
+    if isinstance(dt, T.ArrayType):
+        return pa.list_(pa.field("element", spark_to_arrow_type(dt.elementType, tz), dt.containsNull))
+    if isinstance(dt, T.MapType):
+        return pa.map_(pa.field("key", spark_to_arrow_type(dt.keyType, tz), False),
+                       pa.field("value", spark_to_arrow_type(dt.valueType, tz), dt.valueContainsNull))
+    if isinstance(dt, T.StructType):
+        return pa.struct([pa.field(f.name, spark_to_arrow_type(f.dataType, tz), f.nullable) for f in dt.fields])
+    if isinstance(dt, T.UserDefinedType):
+        return spark_to_arrow_type(dt.sqlType(), tz)
+    msg = f"no Arrow type for Spark type {dt.simpleString()}"
+    raise UnsupportedTypeError(msg, "cast the column to a supported type in Spark first")
+
+
+def empty_table(schema: Any, tz: str | None, vectors: list[str]) -> pa.Table:
+    """A zero-row block with the Arrow schema matching a Spark schema."""
+    fields = []
+    for f in schema.fields:
+        if f.name in vectors:
+            fields.append(_vector_field(f.name, 0))
+        else:
+            fields.append(pa.field(f.name, spark_to_arrow_type(f.dataType, tz), f.nullable))
+    return pa.schema(fields).empty_table()
+
+
+def _vector_field(name: str, size: int) -> pa.Field:
+    return pa.field(name, pa.fixed_shape_tensor(pa.float64(), [size]), True, metadata={UDT_KEY: VECTOR})
+
+
+def vectors_to_tensors(table: pa.Table, vectors: list[str]) -> pa.Table:
+    """Replace the struct encoding of MLlib vectors by fixed-shape tensor columns (rule in module doc)."""
+    for name in vectors:
+        i = table.schema.get_field_index(name)
+        col = table.column(i)
+        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        field, tensor = _densify(arr, name)
+        table = table.set_column(i, field, tensor)
+    return table
+
+
+def _densify(arr: pa.StructArray, name: str) -> tuple[pa.Field, pa.Array]:
+    n = len(arr)
+    valid = arr.is_valid()
+    is_dense = pc.and_(valid, pc.equal(arr.field("type"), 1))
+    is_sparse = pc.and_(valid, pc.equal(arr.field("type"), 0))
+    values, indices = arr.field("values"), arr.field("indices")
+    lengths = pc.if_else(is_dense, pc.list_value_length(values), arr.field("size")).fill_null(-1)
+    sizes = np.unique(lengths.filter(valid).to_numpy(zero_copy_only=False))
+    if len(sizes) > 1:
+        msg = f"from_spark: vector column {name!r} holds vectors of sizes {sizes.tolist()[:5]}; a tensor needs one"
+        hint = (f"convert it to a variable-length array in Spark with "
+                f"pyspark.ml.functions.vector_to_array(col({name!r}))")
+        raise UnsupportedTypeError(msg, hint)
+    size = int(sizes[0]) if len(sizes) else 0
+    out = np.zeros((n, size), dtype=np.float64)
+    dense_rows = np.flatnonzero(is_dense.to_numpy(zero_copy_only=False))
+    if len(dense_rows):
+        flat = values.filter(is_dense).flatten().to_numpy(zero_copy_only=False)
+        out[dense_rows] = flat.reshape(len(dense_rows), size)
+    sparse_rows = np.flatnonzero(is_sparse.to_numpy(zero_copy_only=False))
+    if len(sparse_rows):
+        sparse_idx = indices.filter(is_sparse)
+        counts = pc.list_value_length(sparse_idx).fill_null(0).to_numpy(zero_copy_only=False)
+        rows = np.repeat(sparse_rows, counts)
+        out[rows, sparse_idx.flatten().to_numpy(zero_copy_only=False)] = \
+            values.filter(is_sparse).flatten().to_numpy(zero_copy_only=False)
+    field = _vector_field(name, size)
+    mask = None if arr.null_count == 0 else pc.invert(valid)
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(out.reshape(-1)), size, mask=mask)
+    return field, pa.ExtensionArray.from_storage(field.type, storage)
+
+
+# ---------------------------------------------------------------- Arrow -> Spark
+def arrow_to_spark_schema(schema: pa.Schema) -> tuple[Any, pa.Schema, list[str]]:
+    """Spark ``StructType``, the Arrow schema to cast blocks to, and the columns to make VectorUDTs."""
+    from pyspark.sql import types as T
+
+    spark_fields, arrow_fields, vectors = [], [], []
+    for field in schema:
+        t = field.type
+        if isinstance(t, pa.FixedShapeTensorType):
+            t = _nested_list_type(t.value_type, list(t.shape))
+            if (field.metadata or {}).get(UDT_KEY) == VECTOR:
+                vectors.append(field.name)
+        spark_type = arrow_to_spark_type(t, field.name)
+        spark_fields.append(T.StructField(field.name, spark_type, True))
+        arrow_fields.append(pa.field(field.name, spark_to_arrow_type(spark_type, "UTC"), True))
+    return T.StructType(spark_fields), pa.schema(arrow_fields), vectors
+
+
+def _nested_list_type(value_type: pa.DataType, shape: list[int]) -> pa.DataType:
+    t = value_type
+    for _ in shape:
+        t = pa.list_(t)
+    return t
+
+
+def arrow_to_spark_type(t: pa.DataType, column: str) -> Any:
+    """The Spark type a column of Arrow type ``t`` becomes (rules in the module docstring)."""
+    from pyspark.sql import types as T
+
+    pt = pa.types
+    if isinstance(t, pa.DictionaryType):
+        return arrow_to_spark_type(t.value_type, column)
+    if isinstance(t, pa.ExtensionType):
+        msg = f"to_spark: column {column!r} has extension type {t}, which Spark cannot hold"
+        hint = "turn it into a plain column first (map_batches), e.g. a list of values and a shape column"
+        raise UnsupportedTypeError(msg, hint)
+    table = [(pt.is_boolean, T.BooleanType), (pt.is_int8, T.ByteType), (pt.is_int16, T.ShortType),
+             (pt.is_uint8, T.ShortType), (pt.is_int32, T.IntegerType), (pt.is_uint16, T.IntegerType),
+             (pt.is_int64, T.LongType), (pt.is_uint32, T.LongType), (pt.is_float16, T.FloatType),
+             (pt.is_float32, T.FloatType), (pt.is_float64, T.DoubleType), (pt.is_date, T.DateType),
+             (pt.is_null, T.NullType), (pt.is_duration, T.DayTimeIntervalType)]
+    for test, cls in table:
+        if test(t):
+            return cls()
+    if pt.is_uint64(t):
+        return T.DecimalType(20, 0)
+    if pt.is_string(t) or pt.is_large_string(t) or str(t) == "string_view":
+        return T.StringType()
+    if pt.is_binary(t) or pt.is_large_binary(t) or pt.is_fixed_size_binary(t) or str(t) == "binary_view":
+        return T.BinaryType()
+    if pt.is_timestamp(t):
+        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pt.is_decimal(t) and t.precision <= 38:
+        return T.DecimalType(t.precision, t.scale)
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
+        return T.ArrayType(arrow_to_spark_type(t.value_type, f"{column}[]"), True)
+    if pt.is_map(t):
+        return T.MapType(arrow_to_spark_type(t.key_type, f"{column}.key"),
+                         arrow_to_spark_type(t.item_type, f"{column}.value"), True)
+    if pt.is_struct(t):
+        return T.StructType([T.StructField(t.field(i).name, arrow_to_spark_type(t.field(i).type,
+                                                                                f"{column}.{t.field(i).name}"), True)
+                             for i in range(t.num_fields)])
+    msg = f"to_spark: column {column!r} has Arrow type {t}, which has no Spark type"
+    hint = "cast it to a supported type first, e.g. ds.map_batches(..., batch_format='pyarrow') with table.cast"
+    raise UnsupportedTypeError(msg, hint)
+
+
+def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
+    """Cast a block to the exact Arrow schema Spark reads (tensors unfolded to nested lists)."""
+    columns = []
+    for field, col in zip(block.schema, block.columns):
+        if isinstance(field.type, pa.FixedShapeTensorType):
+            chunks = [_tensor_to_lists(c) for c in col.chunks]
+            col = pa.chunked_array(chunks) if chunks else pa.chunked_array(
+                [], _nested_list_type(field.type.value_type, list(field.type.shape)))
+        elif isinstance(field.type, pa.DictionaryType):
+            col = col.cast(field.type.value_type)
+        columns.append(col)
+    try:
+        return pa.Table.from_arrays(columns, names=block.column_names).cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        for field, col in zip(target, columns):
+            try:
+                col.cast(field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                msg = f"to_spark: column {field.name!r} of type {col.type} cannot become {field.type}: {err}"
+                raise UnsupportedTypeError(msg, "cast the column to a Spark-compatible type first") from err
+        raise
+
+
+def _tensor_to_lists(chunk: pa.ExtensionArray) -> pa.Array:
+    storage = chunk.storage
+    shape = list(chunk.type.shape)
+    width = int(np.prod(shape))
+    # .values ignores nulls and slicing: take the slots of exactly these rows.
+    nested: pa.Array = storage.values.slice(storage.offset * width, len(storage) * width)
+    for dim in reversed(shape[1:]):
+        nested = pa.FixedSizeListArray.from_arrays(nested, dim)
+    mask = pc.invert(storage.is_valid()) if storage.null_count else None
+    return pa.FixedSizeListArray.from_arrays(nested, shape[0], mask=mask)
+
+
+# ---------------------------------------------------------------- Java-written Arrow
+def repair_offsets(table: pa.Table) -> pa.Table:
+    """Rewrite columns where Java's Arrow writer left an empty offsets buffer on a zero-length array.
+
+    The Arrow format allows it, but Ray's Arrow serializer reads ``length + 1`` offsets and fails;
+    rebuilding such a column (rare: nested values that are all null or empty in one block) fixes it.
+    """
+    for i, col in enumerate(table.columns):
+        if any(_short_offsets(chunk) for chunk in col.chunks):
+            rebuilt = pa.chunked_array([pa.concat_arrays([chunk, pa.array([], chunk.type)]) for chunk in col.chunks],
+                                       col.type)
+            table = table.set_column(i, table.schema.field(i), rebuilt)
+    return table
+
+
+def _short_offsets(arr: pa.Array) -> bool:
+    t = arr.type
+    pt = pa.types
+    if isinstance(t, pa.ExtensionType):
+        return _short_offsets(arr.storage)
+    if pt.is_dictionary(t):
+        return _short_offsets(arr.dictionary)
+    large = pt.is_large_string(t) or pt.is_large_binary(t) or pt.is_large_list(t)
+    if large or pt.is_string(t) or pt.is_binary(t) or pt.is_list(t) or pt.is_map(t):
+        buf = arr.buffers()[1]
+        if buf is None or buf.size < (arr.offset + len(arr) + 1) * (8 if large else 4):
+            return True
+    if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t) or pt.is_map(t):
+        return _short_offsets(arr.values)
+    if pt.is_struct(t):
+        return any(_short_offsets(arr.field(j)) for j in range(t.num_fields))
+    return False

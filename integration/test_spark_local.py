@@ -1,0 +1,192 @@
+"""Spark <-> Dataset on a plain local SparkSession (a real JVM; one session for this module)."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.errors import BridgeError, UnsupportedTypeError
+
+pyspark = pytest.importorskip("pyspark")
+pytestmark = pytest.mark.spark
+
+SESSION_TZ = "America/New_York"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    session = (SparkSession.builder.master("local[2]").appName("raybridge-spark-local")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", SESSION_TZ).getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _every_type_frame(spark):
+    from pyspark.sql import types as T
+
+    schema = T.StructType([
+        T.StructField("id", T.LongType()),
+        T.StructField("b", T.BooleanType()), T.StructField("i8", T.ByteType()), T.StructField("i16", T.ShortType()),
+        T.StructField("i32", T.IntegerType()), T.StructField("i64", T.LongType()),
+        T.StructField("f32", T.FloatType()), T.StructField("f64", T.DoubleType()),
+        T.StructField("dec", T.DecimalType(20, 4)), T.StructField("s", T.StringType()),
+        T.StructField("bin", T.BinaryType()), T.StructField("d", T.DateType()),
+        T.StructField("ts", T.TimestampType()), T.StructField("ntz", T.TimestampNTZType()),
+        T.StructField("arr", T.ArrayType(T.LongType())),
+        T.StructField("m", T.MapType(T.StringType(), T.DoubleType())),
+        T.StructField("st", T.StructType([T.StructField("x", T.IntegerType()),
+                                          T.StructField("tags", T.ArrayType(T.StringType()))])),
+        T.StructField("nested", T.ArrayType(T.StructType([T.StructField("k", T.StringType())]))),
+    ])
+    ts = datetime.datetime(2024, 3, 10, 1, 30, 0, 123456)
+    full = (1, True, -8, -16, -32, 2**40, 1.5, 2.25, decimal.Decimal("1234567890.1234"), "héllo", b"\x00\x01",
+            datetime.date(2024, 2, 29), ts, ts, [1, None, 3], {"a": 1.0, "b": None}, (7, ["x", None]), [("v",), None])
+    nulls = (2, *([None] * (len(schema.fields) - 1)))
+    empties = (3, False, 0, 0, 0, 0, float("nan"), float("-inf"), decimal.Decimal("0.0000"), "", b"",
+               datetime.date(1970, 1, 1), datetime.datetime(1969, 12, 31, 23, 59, 59), datetime.datetime(1, 1, 1),
+               [], {}, (None, []), [])
+    return spark.createDataFrame([full, nulls, empties], schema).repartition(2)
+
+
+def _rows(df):
+    return sorted((r.asDict(recursive=True) for r in df.collect()), key=lambda r: r["id"])
+
+
+def test_every_type_round_trips_and_keeps_values(spark):
+    df = _every_type_frame(spark)
+    ds = bridge.from_spark(df)
+    schema = ds.schema()
+    assert ds.count() == 3
+    assert schema.field("ts").type == pa.timestamp("us", tz=SESSION_TZ)  # session time zone honoured
+    assert schema.field("ntz").type == pa.timestamp("us")
+    assert schema.field("dec").type == pa.decimal128(20, 4)
+    assert pa.types.is_map(schema.field("m").type) and pa.types.is_struct(schema.field("st").type)
+    by_id = {r["id"]: r for r in ds.take_all()}
+    assert by_id[1]["dec"] == decimal.Decimal("1234567890.1234")
+    assert by_id[1]["arr"] == [1, None, 3] and by_id[2]["arr"] is None
+    assert all(v is None for k, v in by_id[2].items() if k != "id")
+    back = ds.to_spark(spark)
+    assert [(f.name, f.dataType) for f in back.schema.fields] == [(f.name, f.dataType) for f in df.schema.fields]
+    got, want = _rows(back), _rows(df)
+    assert np.isnan(got[2].pop("f32")) and np.isnan(want[2].pop("f32"))
+    assert got == want
+
+
+def test_both_export_methods_give_the_same_rows_in_order(spark):
+    df = spark.range(0, 5000, numPartitions=3).selectExpr("id", "cast(id as string) as s", "id * 0.5 as x",
+                                                          "array(id, null) as a")
+    by_ipc = bridge.from_spark(df, method="map_in_arrow")
+    assert by_ipc.num_blocks() == 3  # one block per partition
+    a = by_ipc.to_arrow()
+    b = bridge.from_spark(df, method="arrow_collect").to_arrow()
+    assert a.equals(b)
+    assert a.column("id").to_pylist() == list(range(5000))  # partition order kept
+    assert bridge.from_spark(df, method="map_in_arrow", parallelism=2).num_blocks() == 2
+    with pytest.raises(BridgeError, match="unknown method"):
+        bridge.from_spark(df, method="pandas")
+
+
+def test_parallelism_sets_the_number_of_blocks(spark):
+    df = spark.range(0, 1000, numPartitions=2)
+    assert bridge.from_spark(df, parallelism=4).num_blocks() == 4
+    assert bridge.from_spark(df, parallelism=1).num_blocks() == 1
+    with pytest.raises(BridgeError, match="parallelism"):
+        bridge.from_spark(df, parallelism=0)
+
+
+def test_vectors_become_fixed_shape_tensors_and_come_back(spark):
+    from pyspark.ml.linalg import DenseVector, Vectors
+
+    df = spark.createDataFrame([(0, Vectors.dense([1.0, 2.0, 3.0])), (1, Vectors.sparse(3, [2], [5.0])),
+                                (2, None)], ["id", "v"])
+    ds = bridge.from_spark(df)
+    assert ds.schema().field("v").type == pa.fixed_shape_tensor(pa.float64(), [3])
+    rows = sorted(ds.take_all(), key=lambda r: r["id"])
+    np.testing.assert_array_equal(rows[0]["v"], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(rows[1]["v"], [0.0, 0.0, 5.0])  # sparse densified
+    assert rows[2]["v"] is None
+    back = _rows(ds.to_spark(spark))
+    assert type(back[0]["v"]) is DenseVector
+    assert [r["v"] for r in back] == [DenseVector([1.0, 2.0, 3.0]), DenseVector([0.0, 0.0, 5.0]), None]
+
+
+def test_vectors_of_different_sizes_raise_naming_the_column(spark):
+    from pyspark.ml.linalg import Vectors
+
+    df = spark.createDataFrame([(Vectors.dense([1.0]),), (Vectors.dense([1.0, 2.0]),)], ["feat"]).coalesce(1)
+    with pytest.raises(UnsupportedTypeError, match="'feat'.*vector_to_array|vector_to_array.*feat"):
+        bridge.from_spark(df)
+
+
+def test_unsupported_spark_type_names_the_column(spark):
+    df = spark.sql("select 1 as id, interval '3' month as months")
+    with pytest.raises(UnsupportedTypeError, match="'months'") as info:
+        bridge.from_spark(df)
+    assert "Hint:" in str(info.value)
+
+
+def test_empty_frame_keeps_its_schema(spark):
+    df = spark.sql("select cast(1 as bigint) as id, 'x' as s, timestamp'2024-01-01 00:00:00' as ts").limit(0)
+    ds = bridge.from_spark(df)
+    assert ds.count() == 0
+    assert ds.schema().names == ["id", "s", "ts"]
+    assert ds.schema().field("ts").type == pa.timestamp("us", tz=SESSION_TZ)
+    back = ds.to_spark(spark)
+    assert back.count() == 0 and back.schema.names == ["id", "s", "ts"]
+
+
+def test_empty_partitions_and_odd_column_names(spark):
+    df = spark.range(0, 100, numPartitions=8).where("id >= 95").selectExpr("id as `a.b`", "id * 2 as `with space`")
+    ds = bridge.from_spark(df)
+    assert ds.columns() == ["a.b", "with space"]
+    assert sorted(r["a.b"] for r in ds.take_all()) == [95, 96, 97, 98, 99]
+    back = ds.to_spark(spark)
+    assert back.columns == ["a.b", "with space"]
+    assert sorted(r["with space"] for r in back.collect()) == [190, 192, 194, 196, 198]
+
+
+def test_bridge_types_follow_the_written_rules_into_spark(spark):
+    from pyspark.sql import types as T
+
+    table = pa.table({
+        "u64": pa.array([2**64 - 1, 0], pa.uint64()),
+        "u8": pa.array([255, 1], pa.uint8()),
+        "ls": pa.array(["a", None], pa.large_string()),
+        "cat": pa.array(["x", "y"]).dictionary_encode(),
+        "ts_ns": pa.array([1_000, 2_000], pa.timestamp("ns", tz="UTC")),
+    })
+    ds = bridge.from_arrow(table)
+    out = ds.to_spark(spark)
+    types = {f.name: f.dataType for f in out.schema.fields}
+    assert types == {"u64": T.DecimalType(20, 0), "u8": T.ShortType(), "ls": T.StringType(),
+                     "cat": T.StringType(), "ts_ns": T.TimestampType()}
+    rows = out.collect()
+    assert rows[0]["u64"] == decimal.Decimal(2**64 - 1) and rows[0]["u8"] == 255 and rows[1]["ls"] is None
+
+    tensors = bridge.range_tensor(3, shape=(2, 2)).to_spark(spark)
+    assert tensors.schema["data"].dataType == T.ArrayType(T.ArrayType(T.LongType()))
+    assert tensors.orderBy("data").collect()[2]["data"] == [[2, 2], [2, 2]]
+
+    lossy = bridge.from_arrow(pa.table({"t": pa.array([1], pa.timestamp("ns"))}))
+    with pytest.raises(UnsupportedTypeError, match="'t'"):
+        lossy.to_spark(spark)
+
+
+def test_not_a_spark_frame_says_what_it_got():
+    with pytest.raises(BridgeError, match="pyspark.sql.DataFrame; got builtins.list"):
+        bridge.from_spark([1, 2, 3])
