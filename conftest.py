@@ -22,6 +22,7 @@ def ray_session():
 
     if not ray.is_initialized():
         ray.init(
+            address="local",  # always a fresh instance, never another process's cluster
             num_cpus=2,
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,

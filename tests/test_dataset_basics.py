@@ -213,7 +213,7 @@ def test_user_error_names_operator_and_block_and_chains_original():
     err = info.value
     assert "MapBatches(boom)" in str(err) and "bad value" in str(err)
     assert "Hint:" in str(err)
-    assert err.block_index == 2
+    assert err.block_index in (2, 3)  # blocks 2 and 3 both fail; whichever finishes first is reported
     assert isinstance(err.__cause__, ValueError)
 
 

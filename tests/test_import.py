@@ -21,7 +21,7 @@ def test_import_bridge_imports_no_framework():
 def test_pipeline_on_arrow_data_imports_no_framework():
     code = (
         "import sys, ray, bridge\n"
-        "ray.init(num_cpus=1, include_dashboard=False)\n"
+        "ray.init(address='local', num_cpus=1, include_dashboard=False)\n"
         "ds = bridge.range(100).map_batches(lambda b: {'x': b['id'] * 2}).filter(lambda r: r['x'] > 10)\n"
         "assert ds.count() == 94\n"
         "list(ds.iter_batches(batch_size=10))\n"

@@ -24,19 +24,25 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 
-def discover() -> dict[str, object]:
-    out = {}
+def discover() -> dict[str, tuple[str, object]]:
+    """name -> (module, Benchmark) for every Benchmark a ``bench_*`` module defines (BENCHMARK, BENCHMARK_*,
+    or a BENCHMARKS list)."""
+    from integration.bench.registry import Benchmark
+
+    out: dict[str, tuple[str, object]] = {}
     for info in pkgutil.iter_modules([str(HERE)]):
-        if info.name.startswith("bench_"):
-            mod = importlib.import_module(f"integration.bench.{info.name}")
-            bench = getattr(mod, "BENCHMARK", None)
-            if bench is not None:
-                out[info.name[len("bench_"):]] = bench
+        if not info.name.startswith("bench_"):
+            continue
+        mod = importlib.import_module(f"integration.bench.{info.name}")
+        found = [v for k, v in vars(mod).items() if k.startswith("BENCHMARK") and isinstance(v, Benchmark)]
+        found += [b for b in getattr(mod, "BENCHMARKS", []) if isinstance(b, Benchmark)]
+        for bench in found:
+            out.setdefault(bench.name, (info.name[len("bench_"):], bench))
     return out
 
 
-def run_one(module: str, contender: str, scale: str, calls: int, cpus: int, timeout: float) -> dict:
-    cmd = [sys.executable, "-m", "integration.bench.worker", module, contender, "--scale", scale,
+def run_one(module: str, name: str, contender: str, scale: str, calls: int, cpus: int, timeout: float) -> dict:
+    cmd = [sys.executable, "-m", "integration.bench.worker", module, contender, "--name", name, "--scale", scale,
            "--calls", str(calls), "--cpus", str(cpus)]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
@@ -97,13 +103,13 @@ def main() -> None:
     results = {}
     started = time.time()
     for name in names:
-        bench = benches[name]
+        module, bench = benches[name]
         order = list(bench.contenders)
         runs: dict[str, list[dict]] = {c: [] for c in order}
         for r in range(rounds):
             for c in (order if r % 2 == 0 else order[::-1]):
                 t0 = time.time()
-                res = run_one(name, c, args.scale, calls, args.cpus, timeout)
+                res = run_one(module, name, c, args.scale, calls, args.cpus, timeout)
                 runs[c].append(res)
                 status = res.get("error", "").splitlines()[0][:120] if "error" in res else \
                     " ".join(f"{f:,.3g}" for f in res.get("figures", []))

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import threading
-import time
 import traceback
 
 
@@ -79,6 +78,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("benchmark")
     ap.add_argument("contender")
+    ap.add_argument("--name", default=None, help="which Benchmark of the module (default: BENCHMARK)")
     ap.add_argument("--scale", default="small")
     ap.add_argument("--calls", type=int, default=3, help="calls including the warm-up")
     ap.add_argument("--cpus", type=int, default=2)
@@ -87,14 +87,18 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     mod = importlib.import_module(f"integration.bench.bench_{args.benchmark}")
-    bench = mod.BENCHMARK
+    from integration.bench.registry import Benchmark
+
+    candidates = [v for k, v in vars(mod).items() if k.startswith("BENCHMARK") and isinstance(v, Benchmark)]
+    candidates += list(getattr(mod, "BENCHMARKS", []))
+    bench = next(b for b in candidates if args.name in (None, b.name))
     out: dict[str, object] = {"benchmark": bench.name, "contender": args.contender}
     sampler = None
     try:
         if bench.needs_ray:
             import ray
 
-            ray.init(num_cpus=args.cpus, include_dashboard=False, configure_logging=False,
+            ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, configure_logging=False,
                      log_to_driver=False, **bench.ray_init)
         run = bench.contenders[args.contender](args.scale)
         sampler = PeakSampler().start()
