@@ -90,11 +90,31 @@ def _pack(values: dict[str, Any], names: list[str], single: bool) -> Any:
     return values[names[0]] if single else {n: values[n] for n in names}
 
 
+#: Rows per element that crosses from the Python generator into tf.data when the
+#: batches are re-cut inside tf.data (``Dataset.rebatch``): tf.data's per-element
+#: cost (a Python call on a tf thread, numpy -> tensor) is then paid once per
+#: that many rows rather than once per batch.
+ROWS_PER_ELEMENT = 16384
+
+
+def _concat_batches(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(batches) == 1:
+        return batches[0]
+    return {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+
+
 def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
           batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
           local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:
-    """The ``tf.data.Dataset`` behind :meth:`bridge.Dataset.to_tf`."""
+    """The ``tf.data.Dataset`` behind :meth:`bridge.Dataset.to_tf`.
+
+    Without ragged columns, the generator hands tf.data elements of about
+    ``ROWS_PER_ELEMENT`` rows (consecutive batches, in order) and
+    ``Dataset.rebatch(batch_size)`` cuts them back into exactly the batches
+    ``iter_batches`` makes; the element spec keeps its ``None`` batch dimension.
+    """
     from bridge.errors import SchemaMismatchError
+    from bridge.iteration.block_format import BlockFormat
     from bridge.iteration.resumable import BatchIterator
 
     tf = _tf()
@@ -113,19 +133,38 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     f_sig = _pack(specs, features, f_single)
     signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
     wanted = features + [c for c in labels if c not in features]
+    rebatched = batch_size is not None and not any(isinstance(sp, tf.RaggedTensorSpec) for sp in specs.values())
 
-    def convert(block: pa.Table) -> Any:
-        values = {n: _to_tf_value(tf, block, n, specs[n], fill_nulls) for n in wanted}
+    def columns(block: pa.Table) -> dict[str, Any]:
+        return {n: _to_tf_value(tf, block, n, specs[n], fill_nulls) for n in wanted}
+
+    def pack(values: dict[str, Any]) -> Any:
         f = _pack(values, features, f_single)
         return (f, _pack(values, labels, l_single)) if labels else f
 
-    def generator() -> Iterator[Any]:
-        it = BatchIterator(ds.select_columns(wanted), batch_size=batch_size, drop_last=drop_last,
-                           prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
-                           local_shuffle_seed=local_shuffle_seed, formatter=convert)
-        yield from it
+    def batches() -> BatchIterator:
+        # Dense columns slice per batch (BlockFormat); a RaggedTensor is built per batch.
+        fmt = BlockFormat(columns) if rebatched else (lambda block: pack(columns(block)))
+        return BatchIterator(ds.select_columns(wanted), batch_size=batch_size, drop_last=drop_last,
+                             prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
+                             local_shuffle_seed=local_shuffle_seed, formatter=fmt)
 
-    return tf.data.Dataset.from_generator(generator, output_signature=signature)
+    if not rebatched:
+        return tf.data.Dataset.from_generator(lambda: iter(batches()), output_signature=signature)
+
+    group = max(1, ROWS_PER_ELEMENT // batch_size)
+
+    def elements() -> Iterator[Any]:
+        pending: list[dict[str, Any]] = []
+        for batch in batches():
+            pending.append(batch)
+            if len(pending) >= group:
+                yield pack(_concat_batches(pending))
+                pending = []
+        if pending:
+            yield pack(_concat_batches(pending))
+
+    return tf.data.Dataset.from_generator(elements, output_signature=signature).rebatch(batch_size)
 
 
 def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:

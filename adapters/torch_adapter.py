@@ -24,7 +24,9 @@ variable-shape tensor         a list of tensors, one per row
 
 ``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.
 Tensors made on the CPU share memory with the Arrow buffers where no cast or
-concatenation was needed; treat them as read-only.
+concatenation was needed; treat them as read-only.  A run of up to 16 batches
+is converted (and copied to the device) at once and each batch is a view of
+it (``bridge/iteration/block_format.py``), so a batch kept alive keeps its run.
 
 Example:
     >>> import bridge
@@ -89,7 +91,8 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) ->
 
     torch = _torch()
     # Column rules first: their warnings (timestamps) must reach the user.
-    cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch") for name in block.column_names]
+    cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch", column=col)
+            for name, col in zip(block.column_names, block.columns)]
     out: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # read-only Arrow buffers: torch warns that tensors share them
@@ -107,6 +110,13 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) ->
             else:
                 out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype) for a in col.value]
     return out
+
+
+def _split_rows(value: Any, rows: int) -> Any:
+    """One column of a converted run cut into batches of ``rows``: one ``split`` call for a tensor."""
+    if isinstance(value, list):
+        return [value[s:s + rows] for s in range(0, len(value), rows)]
+    return value.split(rows)
 
 
 def _resolve_device(device: Any) -> Any:
@@ -165,7 +175,8 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
         return moved
 
     if collate_fn is None:
-        return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)))
+        return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)),
+                           split=_split_rows)
 
     def collate(block: Any) -> Any:
         from bridge.batch import to_numpy_batch

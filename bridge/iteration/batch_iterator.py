@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import ray
 
 from bridge import batch as batch_mod
 from bridge.block import Block, concat_blocks
 from bridge.execution.bundle import RefBundle
+from bridge.execution.lineage import get_blocks
 from bridge.execution.stats import DatasetStats
 from bridge.execution.transform import rebatch
-from bridge.iteration.block_format import BlockFormat, Run, column_runs, slice_runs
+from bridge.iteration.block_format import BlockFormat, batch_chunks
 
 _END = object()
 
@@ -47,7 +47,7 @@ def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Ite
             refs = keep
             if not refs:
                 continue
-        blocks = ray.get(refs) if len(refs) > 1 else [ray.get(refs[0])]
+        blocks = get_blocks(refs)  # a lost block raises BlockLostError naming its source
         for b in blocks:
             if skip_rows:
                 b, skip_rows = b.slice(skip_rows), 0
@@ -171,12 +171,12 @@ def iter_counted_batches(
         return blocks
 
     if block_format is not None:
-        # Convert runs of batches on the background thread; slice them here (see block_format.py).
-        runs: Iterator[Run] = column_runs(row_stream(), batch_size, drop_last, block_format.to_columns, stats,
-                                          block_format.per_batch_if)
+        # Runs of batches converted once and sliced on the background thread; one hand-off per run.
+        chunks = batch_chunks(row_stream(), batch_size, drop_last, block_format, stats)
         if prefetch_batches > 0:
-            runs = _background(runs, prefetch_batches, weight=_run_batches)
-        yield from slice_runs(runs, block_format.finish)
+            chunks = _background(chunks, prefetch_batches, weight=len)
+        for chunk in chunks:
+            yield from chunk
         return
 
     def produce() -> Iterator[tuple[int, Any]]:
@@ -203,16 +203,11 @@ def _has_nulls(table: Block) -> bool:
     return any(col.null_count for col in table.columns)
 
 
-def _run_batches(run: Run) -> int:
-    _, rows, per_batch = run
-    return -(-rows // per_batch)
-
-
 def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | None = None) -> Iterator[Any]:
     """Run ``gen`` on a thread, at most ``depth`` items ahead of the consumer.
 
-    With ``weight``, an item counts as ``weight(item)`` items (a run of batches
-    as its batch count); one item is always let through so that a heavy item
+    With ``weight``, an item counts as ``weight(item)`` items (a list of batches
+    as its length); one item is always let through so that a heavy item
     cannot block the producer for good.
     """
     items: collections.deque[Any] = collections.deque()

@@ -1,18 +1,16 @@
 """Convert a block once, then cut batches out of the converted columns.
 
-Formatting a batch (Arrow -> NumPy -> torch, say) costs tens of microseconds
-per column whatever the batch size, while slicing an ndarray or a tensor that
-already exists costs well under one.  So the training-ingest path converts
-each *run* of whole batches inside a block in one go on the background
-thread, and the consumer's thread only slices the run into batches:
-
-* background thread (:func:`column_runs`): fetch blocks, cut them at batch
-  boundaries exactly like :func:`bridge.execution.transform.rebatch` (a batch
-  that straddles two blocks is concatenated in Arrow, as before), and convert
-  each run of full batches -- at most ``MAX_BATCHES_PER_RUN`` of them -- with
-  :attr:`BlockFormat.to_columns`;
-* consumer thread (:func:`slice_runs`): ``{column: value[i:i + batch_size]}``
-  for each batch of the run, then :attr:`BlockFormat.finish` (cheap packing).
+Formatting a batch (Arrow -> NumPy -> torch, say) costs microseconds per
+column whatever the batch size, while slicing an ndarray or a tensor that
+already exists costs about one.  So the training-ingest path, on the
+iterator's background thread (:func:`batch_chunks`), cuts the blocks at batch
+boundaries exactly like :func:`bridge.execution.transform.rebatch` (a batch
+that straddles two blocks is concatenated in Arrow, as before), converts each
+*run* of whole batches -- at most ``MAX_BATCHES_PER_RUN`` of them -- once with
+:attr:`BlockFormat.to_columns`, and slices the result into batches
+(``{column: value[i:i + batch_size]}``).  The run's batches cross to the
+consumer's thread as one list: one hand-off, one GIL switch, per run rather
+than per batch, which matters because both threads compete for the GIL.
 
 A column value is anything that slices along the rows with ``value[a:b]``:
 an ``ndarray``, a ``torch.Tensor``, a Python list.  Batches share memory with
@@ -21,16 +19,15 @@ the run they were cut from, as they shared it with the Arrow block before.
 Example:
     >>> import pyarrow as pa
     >>> from bridge.batch import to_numpy_batch
-    >>> fmt = BlockFormat(to_numpy_batch)
-    >>> runs = column_runs(iter([pa.table({"x": list(range(5))})]), 2, False, fmt.to_columns)
-    >>> [b["x"].tolist() for _, b in slice_runs(runs, fmt.finish)]
+    >>> chunks = batch_chunks(iter([pa.table({"x": list(range(5))})]), 2, False, BlockFormat(to_numpy_batch))
+    >>> [b["x"].tolist() for chunk in chunks for _, b in chunk]
     [[0, 1], [2, 3], [4]]
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from bridge.block import Block, concat_blocks
@@ -40,10 +37,6 @@ from bridge.block import Block, concat_blocks
 #: the first batch of a very large block.
 MAX_BATCHES_PER_RUN = 16
 
-#: One converted run: (columns, rows in the run, rows per batch); the columns
-#: are a list of per-batch column dicts where the run was converted batch by batch.
-Run = tuple[Any, int, int]
-
 
 class BlockFormat:
     """A batch format whose conversion runs once per block run, not once per batch.
@@ -51,7 +44,10 @@ class BlockFormat:
     Args:
         to_columns: Arrow table -> ``{column: sliceable value}`` (background thread).
         finish: ``{column: value}`` of one batch -> the batch handed to the user
-            (consumer thread; keep it to packing, no per-row work). ``None``: the dict itself.
+            (packing, a collate function). ``None``: the dict itself.
+        split: ``(value, rows per batch)`` -> the batches' pieces of one column, for
+            values that split faster than they slice (``torch.Tensor.split``);
+            ``None``: ``value[a:b]`` for each batch.
         per_batch_if: table -> whether that run must be converted batch by batch
             instead (still on the background thread), for formats whose output
             depends on the batch's content, e.g. NumPy's object arrays for nulls.
@@ -61,36 +57,49 @@ class BlockFormat:
 
     def __init__(self, to_columns: Callable[[Block], dict[str, Any]],
                  finish: Callable[[dict[str, Any]], Any] | None = None,
-                 per_batch_if: Callable[[Block], bool] | None = None) -> None:
+                 per_batch_if: Callable[[Block], bool] | None = None,
+                 split: Callable[[Any, int], Sequence[Any]] | None = None) -> None:
         self.to_columns = to_columns
         self.finish = finish
         self.per_batch_if = per_batch_if
+        self.split = split
 
     def __call__(self, block: Block) -> Any:
         cols = self.to_columns(block)
         return cols if self.finish is None else self.finish(cols)
 
 
-def column_runs(blocks: Iterable[Block], batch_size: int | None, drop_last: bool,
-                to_columns: Callable[[Block], dict[str, Any]], stats: Any = None,
-                per_batch_if: Callable[[Block], bool] | None = None) -> Iterator[Run]:
-    """Cut ``blocks`` at batch boundaries and convert each run of batches (see the module docstring).
+def batch_chunks(blocks: Iterable[Block], batch_size: int | None, drop_last: bool, fmt: BlockFormat,
+                 stats: Any = None) -> Iterator[list[tuple[int, Any]]]:
+    """Lists of ``(rows, batch)``: each run of batches converted once and sliced (see the module docstring).
 
     The batches are the ones :func:`~bridge.execution.transform.rebatch` makes:
     ``batch_size`` rows each, the last one shorter (dropped if ``drop_last``);
     ``batch_size=None`` makes each block one batch.
     """
+    to_columns, finish, per_batch_if, split = fmt.to_columns, fmt.finish, fmt.per_batch_if, fmt.split
 
-    def convert(table: Block, per_batch: int) -> Run:
+    def convert(table: Block, per_batch: int) -> list[tuple[int, Any]]:
         t0 = time.perf_counter()
         rows = table.num_rows
-        if rows > per_batch and per_batch_if is not None and per_batch_if(table):
-            cols: Any = [to_columns(table.slice(s, per_batch)) for s in range(0, rows, per_batch)]
+        if rows <= per_batch:
+            parts = [(rows, to_columns(table))]
+        elif per_batch_if is not None and per_batch_if(table):
+            parts = [(per_batch, to_columns(table.slice(s, per_batch))) for s in range(0, rows, per_batch)]
         else:
             cols = to_columns(table)
+            starts = range(0, rows, per_batch)
+            if not cols:
+                parts = [(per_batch, {}) for _ in starts]
+            else:
+                pieces = [split(v, per_batch) if split is not None else [v[s:s + per_batch] for s in starts]
+                          for v in cols.values()]
+                parts = [(per_batch, dict(zip(cols, p))) for p in zip(*pieces)]
+        if finish is not None:
+            parts = [(n, finish(cols)) for n, cols in parts]
         if stats is not None:
             stats.iter_format_s += time.perf_counter() - t0
-        return cols, rows, per_batch
+        return parts
 
     if batch_size is None:
         for b in blocks:
@@ -120,21 +129,3 @@ def column_runs(blocks: Iterable[Block], batch_size: int | None, drop_last: bool
             pending, have = [b.slice(full_end)], n - full_end
     if have and not drop_last:
         yield convert(concat_blocks(pending), have)
-
-
-def slice_runs(runs: Iterable[Run], finish: Callable[[dict[str, Any]], Any] | None
-               ) -> Iterator[tuple[int, Any]]:
-    """``(rows, batch)`` for every batch of every run: slices of the converted columns."""
-    for cols, rows, per_batch in runs:
-        if type(cols) is list:
-            for batch in cols:
-                yield per_batch, (batch if finish is None else finish(batch))
-            continue
-        if rows <= per_batch:
-            yield rows, (cols if finish is None else finish(cols))
-            continue
-        items = list(cols.items())
-        for s in range(0, rows, per_batch):
-            e = s + per_batch
-            batch = {k: v[s:e] for k, v in items}
-            yield per_batch, (batch if finish is None else finish(batch))

@@ -9,7 +9,7 @@ shipped to the driver and the parts own their buffers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import ray
 
@@ -77,7 +77,8 @@ def _as_datasets(parts: list[list[RefBundle]], name: str, schema_like: list[RefB
             # An empty part keeps the schema: one empty slice of the first block.
             first = schema_like[0].split_singletons()[0]
             block_ref, meta_ref = _slice_block.remote(first.refs[0], 0, 0)
-            part = [RefBundle([block_ref], [ray.get(meta_ref)])]
+            meta = cast("BlockMetadata", ray.get(meta_ref))  # num_returns=2: Ray's stubs cannot type the pair
+            part = [RefBundle([block_ref], [meta])]
         out.append(MaterializedDataset(InputData([], part, f"{name}[{i}]")))
     return out
 

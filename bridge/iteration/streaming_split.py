@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import ray
 
@@ -32,6 +32,7 @@ from bridge.execution.bundle import RefBundle
 from bridge.iteration.split_dispatcher import SplitDispatcher
 
 if TYPE_CHECKING:
+    from bridge.block import BlockMetadata
     from bridge.dataset import Dataset
 
 #: Blocks a split may have waiting before the stream pauses for it.
@@ -42,7 +43,8 @@ def _slice_bundle(single: RefBundle, start: int, length: int) -> RefBundle:
     from bridge.iteration.splits import _slice_block
 
     block_ref, meta_ref = _slice_block.remote(single.refs[0], start, length)
-    return RefBundle([block_ref], [ray.get(meta_ref)])
+    meta = cast("BlockMetadata", ray.get(meta_ref))  # num_returns=2: Ray's stubs cannot type the pair
+    return RefBundle([block_ref], [meta])
 
 
 class SplitCoordinator:

@@ -76,7 +76,7 @@ def build_class(torch: Any) -> type:
             self._fmt_kw = dict(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
                                 fill_nulls=fill_nulls)
             make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
-            self._iter_kw = dict(prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
+            self._iter_kw: dict[str, Any] = dict(prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
                                  local_shuffle_seed=local_shuffle_seed)
             self.rank, self.world_size = _rank_world(rank, world_size, torch)
             if seed is None:
@@ -99,7 +99,7 @@ def build_class(torch: Any) -> type:
         def _shared_seed(torch: Any) -> int:
             dist = torch.distributed
             if dist.is_available() and dist.is_initialized():
-                box = [new_seed() if dist.get_rank() == 0 else None]
+                box: list[Any] = [new_seed() if dist.get_rank() == 0 else None]
                 dist.broadcast_object_list(box, src=0)
                 return int(box[0])
             return 0

@@ -86,11 +86,15 @@ def _is_time_like(t: pa.DataType) -> bool:
     return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)
 
 
-def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, framework: str = "torch"
-                    ) -> TrainingColumn:
-    """One column of ``block`` by the rules of the module docstring."""
-    col = block.column(name)
+def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, framework: str = "torch",
+                    column: pa.ChunkedArray | None = None) -> TrainingColumn:
+    """One column of ``block`` by the rules of the module docstring (``column``: that column, if at hand)."""
+    col = block.column(name) if column is None else column
     t = col.type
+    if not col.null_count and col.num_chunks and (pa.types.is_floating(t) or pa.types.is_integer(t)):
+        # The common case, first and cheapest: a zero-copy view of one chunk's values
+        # (several chunks, from a batch that straddles two blocks: one concatenation).
+        return TrainingColumn(name, "dense", col.chunk(0).to_numpy() if col.num_chunks == 1 else col.to_numpy())
     if tensor.is_fixed_tensor(t):
         if col.null_count:
             msg = f"{framework}: tensor column {name!r} has {col.null_count} null row(s)"
