@@ -60,6 +60,9 @@ class DataContext:
     stall_timeout_s: float = 600.0
     #: Number of batches iterators prepare ahead on a background thread.
     prefetch_batches: int = 1
+    #: Bytes a conversion may gather on the driver (``to_arrow``, ``to_pandas``) before it
+    #: raises ``InsufficientMemoryError``; ``None``: half the memory available when it starts.
+    driver_memory_budget: int | None = None
 
     _local: ClassVar[threading.local] = threading.local()
     _global: ClassVar[DataContext | None] = None

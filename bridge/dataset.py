@@ -314,8 +314,15 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def to_arrow(self) -> pa.Table:
         """All rows as one ``pyarrow.Table`` on the driver."""
+        from bridge.execution.driver_memory import DriverBudget
+        from bridge.execution.lineage import get_blocks
+
         bundles, _ = self._execute()
-        blocks = ray.get([r for b in bundles for r in b.refs])
+        budget, refs = DriverBudget("to_arrow"), []
+        for b in bundles:
+            budget.add(b.size_bytes)  # InsufficientMemoryError before anything is fetched
+            refs.extend(b.refs)
+        blocks = get_blocks(refs)
         nonempty = [b for b in blocks if b.num_rows] or blocks[:1]
         if not nonempty:
             return pa.table({})
@@ -480,6 +487,9 @@ class MaterializedDataset(Dataset):
     def __init__(self, plan: InputData, stats: DatasetStats | None = None) -> None:
         super().__init__(plan, stats)
         self._last_stats = stats
+        from bridge.execution import lineage  # names the source when a block is lost (BlockLostError)
+
+        lineage.remember(plan.bundles, _source_label(plan))
 
     def __repr__(self) -> str:
         plan = self._plan
@@ -489,6 +499,12 @@ class MaterializedDataset(Dataset):
 
     def __reduce__(self) -> Any:
         return (MaterializedDataset, (self._plan, self._stats_parent))
+
+
+def _source_label(plan: InputData) -> str:
+    if plan.lineage is None:
+        return plan.source_name
+    return f"{plan.source_name}({' -> '.join(op.name for op in plan.lineage.chain())})"
 
 
 def _first_schema(bundles: list[RefBundle]) -> pa.Schema | None:

@@ -94,6 +94,10 @@ class StallError(BridgeError, TimeoutError):
     """A consumer or an operator made no progress within the configured timeout."""
 
 
+class InsufficientMemoryError(BridgeError, MemoryError):
+    """A conversion would hold more on the driver than ``DataContext.driver_memory_budget`` allows."""
+
+
 class DatasetEmptyError(BridgeError, ValueError):
     """An operation needed at least one row and the Dataset has none."""
 
@@ -112,6 +116,7 @@ __all__ = [
     "BlockLostError",
     "BridgeError",
     "DatasetEmptyError",
+    "InsufficientMemoryError",
     "MissingDependencyError",
     "SchemaMismatchError",
     "StallError",

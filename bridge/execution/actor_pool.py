@@ -37,7 +37,7 @@ import ray
 
 from bridge.block import Block, BlockMetadata
 from bridge.context import DataContext
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, StallError
 from bridge.execution.actor_sizing import fit_pools_to_cluster, pool_size
 from bridge.execution.bundle import RefBundle
 from bridge.execution.operators import PhysicalOp, run_block_transform
@@ -109,6 +109,9 @@ class _Actor:
         self.ready_at: float | None = None
         self.idle_since = time.time()
         self.busy_s = 0.0
+        self.pid: int | None = None
+        #: When the call at the head of ``in_flight`` (the one running) started.
+        self.head_since = time.time()
 
 
 class ActorPoolOp(PhysicalOp):
@@ -268,6 +271,7 @@ class ActorPoolOp(PhysicalOp):
             if finished_input or (len(self._actors) > self.min_actors and now - a.idle_since > IDLE_RELEASE_S
                                   and not queued):
                 self._release(key)
+        self._check_stalled(now)
         if not ready and self._starting and not self._warned_start and now - self._created_at > START_WARN_S:
             self._warned_start = True
             logger.warning(
@@ -275,6 +279,20 @@ class ActorPoolOp(PhysicalOp):
                 "resources (ray.available_resources(): %s)", self.name, START_WARN_S, self._actor_options(),
                 ray.available_resources())
         self._update_stats()
+
+    def _check_stalled(self, now: float) -> None:
+        """An actor stuck in one call longer than ``DataContext.stall_timeout_s`` fails the run, by name."""
+        limit = self.ctx.stall_timeout_s
+        for key, a in self._actors.items():
+            if not a.in_flight or now - a.head_since <= limit:
+                continue
+            index = self._running[a.in_flight[0]][0] if a.in_flight[0] in self._running else -1
+            msg = (f"{self.name}: actor {key} (pid {a.pid}) has been running one call on input batch {index} "
+                   f"for {now - a.head_since:.0f}s, over the stall timeout of {limit:g}s; "
+                   f"{len(a.in_flight) - 1} more batch(es) wait behind it")
+            hint = ("the user's __call__ is hung (a deadlock, a blocking read, a lost GPU) — check its logs; if it "
+                    "is only slow, raise DataContext.get_current().stall_timeout_s")
+            raise StallError(msg, hint)
 
     # ------------------------------------------------------------------ work
     def _pick_actor(self) -> int | None:
@@ -296,6 +314,8 @@ class ActorPoolOp(PhysicalOp):
             index, item = self._pending.popleft()
         actor = self._actors[key]
         block_ref, meta_ref = actor.handle.run.remote(index, item.slices, *item.refs)
+        if not actor.in_flight:
+            actor.head_since = time.time()
         actor.in_flight.append(meta_ref)
         self._running[meta_ref] = (index, block_ref, item, key)
 
@@ -331,6 +351,7 @@ class ActorPoolOp(PhysicalOp):
             return
         if actor is not None:
             actor.in_flight.remove(ref)
+            actor.head_since = time.time()
             if meta.exec_stats is not None:
                 actor.busy_s += meta.exec_stats.wall_s
             if not actor.in_flight:
@@ -349,7 +370,7 @@ class ActorPoolOp(PhysicalOp):
         key = self._starting.pop(ref)
         actor = self._actors.get(key)
         try:
-            ray.get(ref)
+            pid = ray.get(ref)
         except _ACTOR_FAILURES as err:
             self._replace_dead_actor(key, err)
             return
@@ -359,6 +380,7 @@ class ActorPoolOp(PhysicalOp):
             raise
         if actor is not None:
             actor.ready = True
+            actor.pid = pid
             actor.ready_at = actor.idle_since = time.time()
             self._startup_s.append(actor.ready_at - actor.started_at)
 

@@ -316,13 +316,15 @@ class AllToAllOp(PhysicalOp):
             outputs = self.fn(args, self.ctx)
         self._inputs = []
         es = timer.stats()
-        self.stats.num_tasks += 1
-        self.stats.task_wall_s += es.wall_s
-        self.stats.first_start, self.stats.last_end = es.start_ts, es.end_ts
         for b in outputs:
-            self.stats.rows_out += b.num_rows
-            self.stats.bytes_out += b.size_bytes
+            for meta in b.metas:
+                # Reduce tasks report their own spans (timelines); others count as one unit of output.
+                self.stats.record(meta)
             self._out.append(b)
+        # The operator is active from its first map task to its last reduce: the driver-side span.
+        self.stats.first_start = min(self.stats.first_start or es.start_ts, es.start_ts)
+        self.stats.last_end = max(self.stats.last_end or es.end_ts, es.end_ts)
+        self.stats.extra["exchange_s"] = es.wall_s
 
 
 class UnionOp(PhysicalOp):

@@ -28,7 +28,10 @@ _DONE = object()
 def unwrap_error(err: BaseException) -> BaseException:
     """A RayTaskError around one of our errors -> our error, chained to the user's original."""
     from bridge.errors import BridgeError, UserCodeError
+    from bridge.execution import lineage
 
+    if lineage.is_block_lost(err):
+        return lineage.block_lost_error(err)
     cause = getattr(err, "cause", None)
     if isinstance(err, ray.exceptions.RayTaskError) and isinstance(cause, BridgeError):
         if isinstance(cause, UserCodeError) and cause.original is not None:

@@ -36,6 +36,11 @@ SAMPLES_PER_BLOCK = 100
 
 _BOUNDARY_TAG = "__raybridge_boundary"
 
+#: Ray returns task results under 100 KiB inline, into the memory of the process that owns
+#: them (the driver), not into the object store.  Pieces are kept above this size so that an
+#: exchange of a Dataset larger than memory lives in the object store (and spills) instead.
+MIN_PIECE_BYTES = 512 * 1024
+
 
 def sort_indices(table: pa.Table, sort_keys: SortKeys) -> pa.Array:
     """Row order of ``table`` by ``sort_keys``, nulls (and NaN) last in either direction."""
@@ -63,6 +68,16 @@ def input_schema(metas: Sequence[BlockMetadata]) -> pa.Schema | None:
                 return m.schema
             fallback = fallback or m.schema
     return fallback
+
+
+def num_partitions(metas: Sequence[BlockMetadata], requested: int | None = None) -> int:
+    """Output partitions of an exchange: ``requested``, else one per input block while the
+    pieces each map task cuts stay above :data:`MIN_PIECE_BYTES`."""
+    if requested:
+        return requested
+    n_in = max(len(metas), 1)
+    total = sum(m.size_bytes for m in metas)
+    return max(1, min(n_in, total // (n_in * MIN_PIECE_BYTES)))
 
 
 def check_columns(op: str, columns: Sequence[str], schema: pa.Schema | None) -> None:
@@ -94,6 +109,24 @@ def _reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any, *pieces
     return out, BlockMetadata.of(out, exec_stats=timer.stats())
 
 
+def get_all(refs: Sequence[ray.ObjectRef], also: Sequence[ray.ObjectRef] = ()) -> list[Any]:
+    """``ray.get(refs)``; on a failure, first collect every sibling's outcome, then raise the first error.
+
+    Without this, Ray prints "Unhandled error" for each sibling task that failed
+    too but whose result nobody fetched (``also``: the tasks' other returns, such
+    as the block next to its metadata), burying the one error that matters.
+    """
+    try:
+        return ray.get(list(refs))
+    except Exception:
+        for ref in [*refs, *also]:
+            try:
+                ray.get(ref, timeout=30)
+            except Exception:  # noqa: BLE001, S110 - the first error is re-raised below; the rest are noise
+                pass
+        raise
+
+
 def run_map(
     map_fn: Callable[..., list[Block]], refs: Sequence[ray.ObjectRef], n_out: int, ctx: DataContext, *args: Any
 ) -> list[list[ray.ObjectRef]]:
@@ -115,7 +148,7 @@ def run_reduce(
     task = _reduce_task.options(max_retries=ctx.max_task_retries)
     outs = [task.remote(reduce_fn, j, args, *pieces) for j, pieces in enumerate(pieces_by_reducer)]
     pieces_by_reducer.clear()  # the tasks hold what they need; let finished pieces go
-    metas = ray.get([m for _, m in outs])
+    metas = get_all([m for _, m in outs], also=[b for b, _ in outs])
     return [RefBundle([b], [m]) for (b, _), m in zip(outs, metas)]
 
 
@@ -145,7 +178,7 @@ def sample_boundaries(
     if n_out <= 1 or not refs:
         return None
     columns = [c for c, _ in sort_keys]
-    samples = ray.get([_sample_task.remote(r, columns, SAMPLES_PER_BLOCK, seed + i) for i, r in enumerate(refs)])
+    samples = get_all([_sample_task.remote(r, columns, SAMPLES_PER_BLOCK, seed + i) for i, r in enumerate(refs)])
     samples = [s for s in samples if s.num_rows]
     if not samples:
         return None

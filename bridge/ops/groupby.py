@@ -141,7 +141,8 @@ def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
         exchange.check_columns(label, keys + _columns_used(aggs), exchange.input_schema(metas))
         group_keys = keys or [_ALL]
         sort_keys = [(k, "ascending") for k in group_keys]
-        bounds = exchange.sample_boundaries(refs, sort_keys, len(refs), distinct=True) if keys else None
+        bounds = (exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
+                  if keys else None)
         n_out = 1 if bounds is None else bounds.num_rows + 1
         pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, aggs, bounds, n_out)
         del refs
@@ -190,7 +191,7 @@ def map_groups_fn(keys: list[str], user: UserFn, batch_format: str, label: str) 
             return []
         exchange.check_columns(label, keys, exchange.input_schema(metas))
         sort_keys = [(k, "ascending") for k in keys]
-        bounds = exchange.sample_boundaries(refs, sort_keys, len(refs), distinct=True)
+        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
         n_out = 1 if bounds is None else bounds.num_rows + 1
         pieces = exchange.run_map(_partition_rows, refs, n_out, ctx, bounds, sort_keys, n_out)
         del refs

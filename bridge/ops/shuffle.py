@@ -57,7 +57,7 @@ def random_shuffle_fn(seed: int | None, num_blocks: int | None) -> Any:
         if not refs or sum(m.num_rows for m in metas) == 0:
             return [RefBundle(refs, metas)] if refs else []
         this_seed = _fresh_seed() if seed is None else int(seed)
-        n_out = num_blocks or len(refs)
+        n_out = exchange.num_partitions(metas, num_blocks)
         pieces = exchange.run_map(_shuffle_map, refs, n_out, ctx, n_out, this_seed)
         del refs
         return exchange.run_reduce(_shuffle_reduce, pieces, ctx, this_seed)
@@ -105,7 +105,7 @@ def repartition_fn(num_blocks: int) -> Any:
             spans = row_spans(metas, start, stop) or [(0, 0, 0)]
             outs.append(task.remote([(s, n) for _, s, n in spans], *[refs[i] for i, _, _ in spans]))
         del refs
-        out_metas = ray.get([m for _, m in outs])
+        out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
 
     return run

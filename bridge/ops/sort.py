@@ -58,7 +58,7 @@ def sort_fn(sort_keys: SortKeys, label: str) -> Any:
         exchange.check_columns(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
         if sum(m.num_rows for m in metas) == 0:
             return [RefBundle(refs, metas)]
-        bounds = exchange.sample_boundaries(refs, sort_keys, len(refs))
+        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas))
         n_out = 1 if bounds is None else bounds.num_rows + 1
         pieces = exchange.run_map(_sort_map, refs, n_out, ctx, bounds, sort_keys, n_out)
         del refs

@@ -73,7 +73,7 @@ def zip_fn(label: str) -> Any:
                 spans = [(0, 0, 0)]
             offset += meta.num_rows
             outs.append(task.remote(ref, [(s, n) for _, s, n in spans], *[right_refs[i] for i, _, _ in spans]))
-        out_metas = ray.get([m for _, m in outs])
+        out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
 
     return run
