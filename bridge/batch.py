@@ -219,7 +219,7 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
         return pa.Table.from_arrays(columns, names=[str(k) for k in names])
     mod = type(batch).__module__
     if mod.startswith("pandas") and hasattr(batch, "columns"):
-        return _pandas_to_block(batch)
+        return _restore_types(_pandas_to_block(batch), like)
     if hasattr(batch, "__arrow_c_stream__"):
         return normalize_types(pa.table(batch))
     msg = (
@@ -227,6 +227,34 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
         f"got {type(batch).__name__}"
     )
     raise BatchTypeError(msg)
+
+
+def _restore_types(block: Block, like: pa.Schema | None) -> Block:
+    """Cast pandas' lossy stand-ins back to the input column's type where the values allow.
+
+    pandas holds an integer column with nulls as float64 and a boolean one as object; each
+    batch would otherwise come back with whatever types its own values suggested, and blocks
+    of one Dataset would disagree.  A cast that would lose or change a value is skipped.
+    """
+    if like is None:
+        return block
+    for i, field in enumerate(block.schema):
+        if field.name not in like.names:
+            continue
+        want = like.field(field.name).type
+        if field.type == want or tensor.is_tensor(want) or tensor.is_tensor(field.type):
+            continue
+        col = _restore_type(block.column(i), want)
+        if col.type == field.type and pa.types.is_floating(field.type) and pa.types.is_integer(want) \
+                and col.null_count:
+            # An integer column with nulls that pandas turned into floats (a float column
+            # without nulls is the user's own choice and stays float).
+            try:
+                col = pc.cast(col, want, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                continue
+        block = block.set_column(i, field.name, col)
+    return block
 
 
 def _pandas_to_block(df: pandas.DataFrame) -> Block:

@@ -39,8 +39,10 @@ def _rich_table() -> pa.Table:
 @pytest.mark.parametrize("fmt", ["numpy", "pandas", "pyarrow"])
 def test_identity_map_keeps_every_type(fmt):
     table = _rich_table()
-    out = bridge.from_arrow(table).map_batches(lambda b: b, batch_format=fmt).to_arrow()
+    # Three blocks: each batch infers its own pandas dtypes, and the blocks must still agree.
+    out = bridge.from_arrow(table, override_num_blocks=3).map_batches(lambda b: b, batch_format=fmt).to_arrow()
     if fmt == "pandas":
+        assert out["i64"].type == pa.int64() and out["i64"].to_pylist() == table["i64"].to_pylist()
         # pandas cannot hold uint64 with nulls or int8 with nulls without widening: compare values.
         assert out.column_names == table.column_names
         for name in ["s", "ts_tz", "date", "dec", "lst", "st", "bin"]:

@@ -12,7 +12,7 @@ import ray
 from bridge.block import Block, BlockMetadata, normalize_types
 from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
-from bridge.io.datasource import default_num_blocks, split_even
+from bridge.io.datasource import split_even
 from bridge.plan.logical import InputData, Read
 
 if TYPE_CHECKING:
@@ -37,8 +37,25 @@ def _put_blocks(blocks: Iterable[Block], name: str) -> MaterializedDataset:
     return _materialized(bundles, name)
 
 
+def in_memory_num_blocks(size_bytes: int, num_rows: int, override: int | None = None) -> int:
+    """Blocks for data already in driver memory: enough to keep every CPU busy, and no more.
+
+    Unlike a file read, nothing is gained by many small pieces here: each costs a ``ray.put``
+    (~2 ms), so one block per CPU twice over, or per ``target_max_block_size``, whichever is more.
+    """
+    if override is not None:
+        from bridge.io.datasource import default_num_blocks
+
+        return default_num_blocks(size_bytes, num_rows, override)
+    from bridge._ray import cluster_cpus
+    from bridge.context import DataContext
+
+    by_size = -(-size_bytes // DataContext.get_current().target_max_block_size)
+    return max(1, min(max(2 * cluster_cpus(), by_size), num_rows))
+
+
 def _slices(table: pa.Table, override_num_blocks: int | None) -> list[pa.Table]:
-    n = default_num_blocks(table.nbytes, table.num_rows, override_num_blocks)
+    n = in_memory_num_blocks(table.nbytes, table.num_rows, override_num_blocks)
     return [table.slice(s, e - s) for s, e in split_even(table.num_rows, n)]
 
 
@@ -131,7 +148,7 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
         if not (type(df).__module__.startswith("pandas") and hasattr(df, "columns")):
             msg = f"from_pandas() needs pandas.DataFrame objects; got {type(df).__name__}"
             raise BridgeError(msg, "use bridge.from_any(obj) for other frame types")
-        n = default_num_blocks(int(df.memory_usage(index=False, deep=False).sum()), len(df), override_num_blocks)
+        n = in_memory_num_blocks(int(df.memory_usage(index=False, deep=False).sum()), len(df), override_num_blocks)
         if len(frames) > 1 and override_num_blocks is None:
             n = 1
         for s, e in split_even(len(df), n):
