@@ -200,13 +200,40 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
         # Shuffles and the like: run the shared work once, with the user's own scheduler.
         ddf = ddf.persist()
         subs, keys, _ = _subgraphs(ddf)
+    local = [_held_by_driver(sub, key) for sub, key in zip(subs, keys)]
     with _PublishedFutures() as published:
         shipped = [published.replace(sub) for sub in subs]
         published.publish()
-        pairs = [_compute_partition.remote(sub, key, i) for i, (sub, key) in enumerate(zip(shipped, keys))]
+        pairs = [_put_partition(part) if part is not None else _compute_partition.remote(sub, key, i)
+                 for i, (sub, key, part) in enumerate(zip(shipped, keys, local))]
         metas = ray.get([m for _, m in pairs])
     bundles = [RefBundle([b], [m]) for (b, _), m in zip(pairs, metas)]
     return _materialized(bundles, "FromDask")
+
+
+def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
+    """The partition itself when the graph holds it as data in this process (``from_pandas``, a
+    local ``persist()``): nothing to compute, and shipping it to a task would copy it twice."""
+    if len(sub) != 1:
+        return None
+    from dask._task_spec import DataNode
+
+    value = sub[key]
+    if isinstance(value, DataNode):
+        value = value.value
+    if type(value).__module__.startswith("pandas") and hasattr(value, "iloc"):
+        return value
+    return None
+
+
+def _put_partition(part: Any) -> tuple[ray.ObjectRef, ray.ObjectRef]:
+    """A driver-held partition -> one Arrow block put by (and owned by) the driver: a single copy."""
+    from bridge.io.memory import pandas_to_block
+
+    if hasattr(part, "to_frame") and not hasattr(part, "columns"):
+        part = part.to_frame()
+    block = pandas_to_block(part)
+    return ray.put(block), ray.put(BlockMetadata.of(block))
 
 
 # ---------------------------------------------------------------- Dataset -> Dask

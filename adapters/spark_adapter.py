@@ -119,8 +119,19 @@ def _session_time_zone(df: Any) -> str | None:
         return None
 
 
+def _exceeds_max_result_size(err: Exception) -> bool:
+    return "maxResultSize" in str(err)
+
+
 def _wrap_spark_failure(err: Exception, what: str) -> BridgeError:
-    first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    text = str(err).strip()
+    first = text.splitlines()[0] if text else ""
+    if _exceeds_max_result_size(err):
+        cause = next((line.strip() for line in text.splitlines() if "maxResultSize" in line), first)
+        msg = f"{what}: the collected result is larger than Spark allows: {cause[:500]}"
+        hint = ("build the session with .config('spark.driver.maxResultSize', '0') (no limit) or a larger "
+                "size, or pass method='auto' (the default), which then reads partition by partition")
+        return BridgeError(msg, hint)
     msg = f"{what}: the Spark job failed with {type(err).__name__}: {first[:500]}"
     hint = ("the executors' Python needs pyarrow: set PYSPARK_PYTHON (or spark.pyspark.python) to the "
             f"interpreter running raybridge ({sys.executable}); see the Spark log for the executor error")
@@ -162,16 +173,40 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
     tables: Iterable[pa.Table]
     try:
         if method == "arrow_collect" or (method == "auto" and _has_arrow_collect(safe)):
-            tables = _collect_arrow(safe, parallelism)
+            try:
+                tables = _collect_arrow(safe, parallelism)
+            except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
+                if method != "auto" or not _exceeds_max_result_size(err):
+                    raise
+                import warnings
+
+                warnings.warn("from_spark: the frame is larger than spark.driver.maxResultSize allows for "
+                              "Arrow collection; reading it partition by partition through mapInArrow "
+                              "instead (slower). Raise spark.driver.maxResultSize ('0' = no limit) for the "
+                              "fast path.", stacklevel=2)
+                tables = _map_in_arrow_tables(safe, parallelism, max_bytes)
         else:
-            if parallelism is not None:
-                current = safe.rdd.getNumPartitions()
-                safe = safe.coalesce(parallelism) if parallelism < current else safe.repartition(parallelism)
-            tables = _read_ipc_rows(safe.mapInArrow(_make_ipc_encoder(max_bytes), "ipc binary").collect())
+            tables = _map_in_arrow_tables(safe, parallelism, max_bytes)
     except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
         raise _wrap_spark_failure(err, "from_spark") from err
     renamed = (t.rename_columns(names) for t in tables)
     return _to_dataset(renamed, df.schema, _session_time_zone(df), vectors)
+
+
+def _map_in_arrow_tables(safe: Any, parallelism: int | None, max_bytes: int) -> Iterator[pa.Table]:
+    """Executors encode their partitions as Arrow IPC (public ``mapInArrow``); the driver decodes them."""
+    if parallelism is not None:
+        current = safe.rdd.getNumPartitions()
+        safe = safe.coalesce(parallelism) if parallelism < current else safe.repartition(parallelism)
+    encoded = safe.mapInArrow(_make_ipc_encoder(max_bytes), "ipc binary")
+    try:
+        return _read_ipc_rows(encoded.collect())
+    except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
+        if not _exceeds_max_result_size(err):
+            raise
+    # Larger than spark.driver.maxResultSize in one job: fetch one partition per job instead,
+    # which also keeps at most a partition or two on the driver at a time.
+    return (pa.ipc.open_stream(row[0]).read_all() for row in encoded.toLocalIterator(prefetchPartitions=True))
 
 
 def _has_arrow_collect(df: Any) -> bool:

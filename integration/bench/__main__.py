@@ -91,6 +91,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(HERE / "out"), help="folder for results.json and results.png")
     ap.add_argument("--report", default=None, help="Markdown report (default: RESULTS.md for --scale full)")
     ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other benchmarks of the last results.json in --out; replace only those run now")
     args = ap.parse_args()
     rounds = args.rounds or (2 if args.scale == "full" else 1)
     calls = args.calls or (3 if args.scale == "full" else 4)
@@ -120,11 +122,17 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.merge and (out / "results.json").exists():
+        previous = json.loads((out / "results.json").read_text())
+        if previous["meta"]["scale"] == args.scale:
+            results = {**previous["results"], **results}
     meta = {"scale": args.scale, "rounds": rounds, "calls": calls, "cpus": args.cpus,
             "wall_s": time.time() - started}
     (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     report = args.report or (str(HERE / "RESULTS.md") if args.scale == "full" else str(out / "RESULTS.md"))
-    text = write_report(results, meta, Path(report), out / "results.png")
+    # The full-scale report and its chart are committed next to this file; other runs stay in --out.
+    chart = HERE / "results.png" if args.report is None and args.scale == "full" else out / "results.png"
+    text = write_report(results, meta, Path(report), chart)
     print(text)
 
 

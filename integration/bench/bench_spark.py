@@ -29,6 +29,7 @@ def _local_spark() -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     return (SparkSession.builder.master("local[2]").appName("bench-spark")
             .config("spark.driver.memory", "6g").config("spark.ui.enabled", "false")
+            .config("spark.driver.maxResultSize", "0")  # 10M rows collect > the 1g default, for every contender
             .config("spark.sql.execution.arrow.pyspark.enabled", "true").getOrCreate())
 
 
@@ -37,7 +38,8 @@ def _raydp_spark() -> Any:
 
     # One executor with one core leaves Ray a CPU, as a user sharing a 2-core machine would.
     return bridge.init_spark("bench-raydp", num_executors=1, executor_cores=1, executor_memory="4g",
-                             configs={"spark.ui.enabled": "false", "spark.driver.memory": "4g"})
+                             configs={"spark.ui.enabled": "false", "spark.driver.memory": "4g",
+                                      "spark.driver.maxResultSize": "0"})
 
 
 def _spark_frame(spark: Any, scale: str) -> Any:

@@ -11,6 +11,14 @@ PACKAGES = ["ray", "pyarrow", "numpy", "pandas", "pyspark", "raydp", "dask", "di
             "torch", "tensorflow-cpu", "polars", "duckdb"]
 
 
+#: Peers the issues name that could not run here, and why (re-checked when the stack changes).
+PEERS_NOT_RUN = [
+    "Peers that do not run on this stack: Petastorm 0.13.1 (the latest release) fails at import with "
+    "pyarrow 26 (`No module named 'pyarrow.filesystem'`, removed from pyarrow), so `SparkDatasetConverter` "
+    "has no column; pymars 0.10.0 needs numpy<2 and pandas<2, so Mars is measured through Xorbits.",
+]
+
+
 def _versions() -> str:
     parts = []
     for p in PACKAGES:
@@ -71,6 +79,8 @@ def write_report(results: dict, meta: dict, path: Path, chart: Path) -> str:
             first = False
             if "speedup" in row:
                 chart_rows.append((f"{name}\nvs {contender}", row["speedup"]))
+    lines.append("")
+    lines.extend(PEERS_NOT_RUN)
     lines.append("")
     lines.append(f"![speedups]({os.path.relpath(chart, path.parent)})")
     text = "\n".join(lines) + "\n"
