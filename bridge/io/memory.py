@@ -41,7 +41,8 @@ def in_memory_num_blocks(size_bytes: int, num_rows: int, override: int | None = 
     """Blocks for data already in driver memory: enough to keep every CPU busy, and no more.
 
     Unlike a file read, nothing is gained by many small pieces here: each costs a ``ray.put``
-    (~2 ms), so one block per CPU twice over, or per ``target_max_block_size``, whichever is more.
+    (~2 ms), so one block per CPU twice over, or per ``target_max_block_size``, whichever is more,
+    and none smaller than ``target_min_block_size``.
     """
     if override is not None:
         from bridge.io.datasource import default_num_blocks
@@ -50,8 +51,10 @@ def in_memory_num_blocks(size_bytes: int, num_rows: int, override: int | None = 
     from bridge._ray import cluster_cpus
     from bridge.context import DataContext
 
-    by_size = -(-size_bytes // DataContext.get_current().target_max_block_size)
-    return max(1, min(max(2 * cluster_cpus(), by_size), num_rows))
+    ctx = DataContext.get_current()
+    by_size = -(-size_bytes // ctx.target_max_block_size)
+    # ...but no block under target_min_block_size: a small table stays one block.
+    return max(1, min(max(2 * cluster_cpus(), by_size), size_bytes // ctx.target_min_block_size, num_rows))
 
 
 def _slices(table: pa.Table, override_num_blocks: int | None) -> list[pa.Table]:
