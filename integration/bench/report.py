@@ -70,7 +70,11 @@ def write_report(results: dict, meta: dict, path: Path, chart: Path) -> str:
         first = True
         for contender, row in res["rows"].items():
             spread = f"{_fmt(row['min'], unit)} – {_fmt(row['max'], unit)}" if row.get("min") is not None else "—"
-            median = _fmt(row.get("median"), unit) if "error" not in row else f"failed: {row['error'][:80]}"
+            median = _fmt(row.get("median"), unit)
+            if "error" in row:
+                # A failed process is reported; the figures of the processes that ran still count.
+                what = "some runs failed" if row.get("median") is not None else "failed"
+                median = f"{median if row.get('median') is not None else ''} ({what}: {row['error'][:80]})"
             speed = f"{row['speedup']:.2f}x" if "speedup" in row else ""
             goal = res["goals"].get(contender)
             goal_s = f"≥ {goal}x {'✅' if row.get('speedup', 0) >= goal else '❌'}" if goal else ""
