@@ -75,7 +75,7 @@ def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) ->
 
     graph = {k: (_fetch_distributed(v) if isinstance(v, _DistributedKey) else v) for k, v in graph.items()}
     try:
-        part = dask.get(graph, key)
+        part = dask.get(graph, key)  # type: ignore[arg-type]  # dask keys are Hashable at runtime
     except Exception as err:
         msg = f"from_dask: computing partition {index} failed: {type(err).__name__}: {err}"
         hint = "the error comes from the Dask graph; check the same partition with ddf.get_partition(i).compute()"

@@ -70,7 +70,7 @@ def to_ray_data(ds: Dataset) -> Any:
     refs = ds.to_arrow_refs()
     if not refs:
         return ray.data.from_arrow((ds.schema() or pa.schema([])).empty_table())
-    return ray.data.from_arrow_refs(refs)
+    return ray.data.from_arrow_refs(refs)  # type: ignore[arg-type]  # ray types the two ObjectRef classes apart
 
 
 class RayDataAdapter:
