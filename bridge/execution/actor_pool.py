@@ -152,8 +152,6 @@ class ActorPoolOp(PhysicalOp):
         self._running: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, _WorkItem, int]] = {}
         self._attempts: dict[int, int] = collections.defaultdict(int)
         self._user_failures: dict[int, int] = collections.defaultdict(int)
-        self._done: dict[int, RefBundle] = {}
-        self._next_emit = 0
         self._avg_out = 0.0
         self._started = False
         self._created_at = time.time()
@@ -358,13 +356,7 @@ class ActorPoolOp(PhysicalOp):
                 actor.idle_since = time.time()
         self.stats.record(meta)
         self._avg_out += (meta.size_bytes - self._avg_out) / self.stats.num_tasks
-        self._done[index] = RefBundle([block_ref], [meta])
-        if self.ctx.preserve_order:
-            while self._next_emit in self._done:
-                self._out.append(self._done.pop(self._next_emit))
-                self._next_emit += 1
-        else:
-            self._out.append(self._done.pop(index))
+        self._emit(index, RefBundle([block_ref], [meta]), self.ctx.preserve_order)
 
     def _on_actor_ready(self, ref: ray.ObjectRef) -> None:
         key = self._starting.pop(ref)

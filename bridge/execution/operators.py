@@ -33,6 +33,9 @@ class PhysicalOp:
         self.stats = OpStats(name)
         self._inputs_done = [False] * max(len(deps), 1)
         self._out: collections.deque[RefBundle] = collections.deque()
+        #: Finished outputs waiting for an earlier input's output (ordered emission).
+        self._done: dict[int, RefBundle] = {}
+        self._next_emit = 0
         self.aborted = False
         #: Rows this operator expects to output, when known (progress bars).
         self.estimated_rows: int | None = None
@@ -95,6 +98,16 @@ class PhysicalOp:
     def abort(self) -> None:
         """Stop early (a downstream limit was reached): cancel work, drop inputs."""
         self.aborted = True
+
+    def _emit(self, index: int, bundle: RefBundle, preserve_order: bool) -> None:
+        """Queue the output of input ``index``; with ``preserve_order``, only once all earlier ones left."""
+        if not preserve_order:
+            self._out.append(bundle)
+            return
+        self._done[index] = bundle
+        while self._next_emit in self._done:
+            self._out.append(self._done.pop(self._next_emit))
+            self._next_emit += 1
 
     def shutdown(self) -> None:
         pass
@@ -160,8 +173,6 @@ class MapOp(PhysicalOp):
         self._bundler: list[RefBundle] = []
         self._counter = itertools.count()
         self._running: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, int]] = {}
-        self._done: dict[int, RefBundle] = {}
-        self._next_emit = 0
         self._avg_out = 0.0
         if read_tasks is not None:
             for t in read_tasks:
@@ -223,13 +234,7 @@ class MapOp(PhysicalOp):
         self.stats.record(meta)
         n = self.stats.num_tasks
         self._avg_out += (meta.size_bytes - self._avg_out) / n
-        self._done[index] = RefBundle([block_ref], [meta])
-        if self.ctx.preserve_order:
-            while self._next_emit in self._done:
-                self._out.append(self._done.pop(self._next_emit))
-                self._next_emit += 1
-        else:
-            self._out.append(self._done.pop(index))
+        self._emit(index, RefBundle([block_ref], [meta]), self.ctx.preserve_order)
 
     def abort(self) -> None:
         super().abort()
