@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from integration.bench.registry import Benchmark
+from integration.bench.registry import Benchmark, first_batch_setup
 
 ROWS = {"small": 50_000, "full": 200_000}
 #: Source blocks, the same for both libraries (range's default would be 1 block at this size).
@@ -93,22 +93,7 @@ def _throughput(make):
 
 
 def _first_output(make):
-    def setup(scale: str):
-        n = ROWS[scale]
-
-        def run() -> float:
-            t = time.perf_counter()
-            it = iter(make(n).iter_batches(batch_size=BATCH))
-            next(it)
-            elapsed = time.perf_counter() - t
-            close = getattr(it, "close", None)
-            if close:
-                close()
-            return elapsed
-
-        return run
-
-    return setup
+    return first_batch_setup(make, ROWS, BATCH)
 
 
 BENCHMARK = Benchmark(

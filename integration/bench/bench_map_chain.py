@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from integration.bench.registry import Benchmark
+from integration.bench.registry import Benchmark, first_batch_setup
 
 ROWS = {"small": 2_000_000, "full": 20_000_000}
 BATCH = 4096
@@ -53,22 +53,7 @@ def _throughput(make):
 
 
 def _first_batch(make):
-    def setup(scale):
-        n = ROWS[scale]
-
-        def run():
-            t = time.perf_counter()
-            it = iter(make(n).iter_batches(batch_size=BATCH))
-            next(it)
-            elapsed = time.perf_counter() - t
-            close = getattr(it, "close", None)
-            if close:
-                close()
-            return elapsed
-
-        return run
-
-    return setup
+    return first_batch_setup(make, ROWS, BATCH)
 
 
 BENCHMARK = Benchmark(

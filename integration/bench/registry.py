@@ -60,3 +60,27 @@ class Benchmark:
     @property
     def higher_is_better(self) -> bool:
         return self.unit != "s"
+
+
+def first_batch_setup(make: Callable[[int], Any], rows: dict[Scale, int], batch_size: int
+                      ) -> Callable[[Scale], Callable[[], float]]:
+    """A contender timing ``make(n).iter_batches(batch_size)`` up to its first batch (seconds)."""
+
+    def setup(scale: Scale) -> Callable[[], float]:
+        n = rows[scale]
+
+        def run() -> float:
+            import time
+
+            t = time.perf_counter()
+            it = iter(make(n).iter_batches(batch_size=batch_size))
+            next(it)
+            elapsed = time.perf_counter() - t
+            close = getattr(it, "close", None)
+            if close:
+                close()
+            return elapsed
+
+        return run
+
+    return setup
