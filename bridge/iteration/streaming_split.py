@@ -12,9 +12,19 @@ A consumer that stops reading fills its queue, which pauses the stream; the
 others then wait, and after ``DataContext.stall_timeout_s`` they raise
 :class:`StallError` naming the stalled split(s), instead of hanging forever.
 
+Equal shares (``equal=True``, the default) follow ``torch.utils.data.DistributedSampler``:
+when an epoch's rows do not divide by ``n``, every split gets ``ceil(rows / n)``
+rows, the few missing ones repeated from the start of the epoch (so 101 rows in
+2 splits give 51 + 51, row 0 twice; 3 rows in 5 splits give one row each), or
+with ``drop_last=True`` every split gets ``rows // n`` and the rest is dropped.
+Either way split 0's process gets a ``UserWarning`` at the end of such an epoch
+saying how many rows were padded or dropped, and ``split.stats()`` reports
+``padded_rows`` / ``dropped_rows`` per epoch.  ``equal=False`` deals whole
+blocks with no row repeated or lost (shares may differ by up to a block).
+
 Example:
     >>> import bridge
-    >>> a, b = bridge.range(101).streaming_split(2, equal=True)
+    >>> a, b = bridge.range(101).streaming_split(2)  # 51 rows each, row 0 twice
     >>> # in two processes/actors: for batch in a.iter_batches(batch_size=10): ...
 """
 
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -50,10 +61,11 @@ def _slice_bundle(single: RefBundle, start: int, length: int) -> RefBundle:
 class SplitCoordinator:
     """The actor behind ``streaming_split`` (used via ``ray.remote``; see the module docstring)."""
 
-    def __init__(self, ds: Dataset, n: int, equal: bool, stall_timeout_s: float) -> None:
+    def __init__(self, ds: Dataset, n: int, equal: bool, stall_timeout_s: float, drop_last: bool = False) -> None:
         self.ds = ds
         self.n = n
         self.equal = equal
+        self.drop_last = drop_last
         self.stall_timeout_s = stall_timeout_s
         self.cond = threading.Condition()
         self.epoch = -1
@@ -62,9 +74,11 @@ class SplitCoordinator:
         self.error: BaseException | None = None
         self.last_seen = [time.monotonic()] * n
         self.rows_delivered: dict[int, list[int]] = {}
+        # Per epoch, set when its stream ends: (rows in the stream, rows padded, rows dropped).
+        self.fill: dict[int, tuple[int, int, int]] = {}
 
     # ------------------------------------------------------------------ producer
-    def _feed(self, dispatcher: SplitDispatcher) -> None:
+    def _feed(self, dispatcher: SplitDispatcher, epoch: int) -> None:
         try:
             bundles, _ = self.ds._execute()
             for bundle in bundles:
@@ -75,6 +89,7 @@ class SplitCoordinator:
                     self.cond.notify_all()
             with self.cond:
                 dispatcher.finish()
+                self.fill[epoch] = (dispatcher.total_rows, dispatcher.padded_rows, dispatcher.dropped_rows)
                 self.cond.notify_all()
         except BaseException as err:  # noqa: BLE001 - handed to every consumer
             with self.cond:
@@ -84,9 +99,10 @@ class SplitCoordinator:
     def _start_epoch(self) -> None:
         self.epoch += 1
         self.done = set()
-        self.dispatcher = SplitDispatcher(self.n, self.equal, _slice_bundle)
+        self.dispatcher = SplitDispatcher(self.n, self.equal, _slice_bundle, self.drop_last)
         self.rows_delivered[self.epoch] = [0] * self.n
-        threading.Thread(target=self._feed, args=(self.dispatcher,), name="raybridge-split-feed", daemon=True).start()
+        threading.Thread(target=self._feed, args=(self.dispatcher, self.epoch), name="raybridge-split-feed",
+                         daemon=True).start()
 
     # ------------------------------------------------------------------ consumers
     def _stalled(self, me: int) -> list[int]:
@@ -135,11 +151,15 @@ class SplitCoordinator:
                 self.cond.wait(0.5)
                 self.last_seen[split] = time.monotonic()
 
+    def epoch_fill(self, epoch: int) -> tuple[int, int, int]:
+        """``(rows, padded_rows, dropped_rows)`` of a finished epoch's stream."""
+        return self.fill[epoch]
+
     def stats(self) -> dict[str, Any]:
-        """Rows delivered per split and epoch, and rows dropped to keep shares equal."""
-        d = self.dispatcher
+        """Per epoch: rows delivered to each split, and rows padded / dropped to keep the shares equal."""
         return {"epoch": self.epoch, "rows_delivered": dict(self.rows_delivered),
-                "dropped_rows": d.dropped_rows if d else 0}
+                "padded_rows": {e: f[1] for e, f in self.fill.items()},
+                "dropped_rows": {e: f[2] for e, f in self.fill.items()}}
 
 
 _RemoteCoordinator = ray.remote(num_cpus=0)(SplitCoordinator)
@@ -162,9 +182,28 @@ class DataSplitIterator:
         while True:
             item = ray.get(pending)
             if item is None:
+                if self.index == 0:
+                    self._warn_if_uneven(epoch)
                 return
             pending = self._coord.next_bundle.remote(self.index, epoch)  # one request ahead
             yield item
+
+    def _warn_if_uneven(self, epoch: int) -> None:
+        # Split 0 speaks for all (like rank 0 logging), in the consumer's process rather than the actor's log.
+        rows, padded, dropped = ray.get(self._coord.epoch_fill.remote(epoch))
+        if not padded and not dropped:
+            return
+        share = (rows + padded) // self.n
+        if padded:
+            msg = (f"streaming_split({self.n}): the epoch had {rows} rows, which do not divide by {self.n}; "
+                   f"{_rows(padded)} repeated from the start of the epoch so that every split gets {share} "
+                   "(DistributedSampler's padding). Pass drop_last=True to drop the remainder instead, or "
+                   "equal=False for uneven shares with no row repeated.")
+        else:
+            msg = (f"streaming_split({self.n}): the epoch had {rows} rows, which do not divide by {self.n}; "
+                   f"{_rows(dropped)} dropped (drop_last=True) so that every split gets {share}. Pass "
+                   "drop_last=False to repeat rows from the start instead, or equal=False for uneven shares.")
+        warnings.warn(msg, UserWarning, stacklevel=2)  # raised on the batcher thread: no user frame to point at
 
     def _next_epoch(self) -> int:
         epoch, self._epoch = self._epoch, self._epoch + 1
@@ -198,15 +237,42 @@ class DataSplitIterator:
         return torch_batch_stream(lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
 
     def stats(self) -> dict[str, Any]:
+        """The split's coordinator stats (shared by all splits), keyed by epoch.
+
+        ``rows_delivered``: rows per split; ``padded_rows``: rows repeated from the start of the
+        epoch so that the shares are equal (``equal=True``); ``dropped_rows``: rows dropped instead
+        (``drop_last=True``).  An epoch appears in the last two once its stream has ended.
+        """
         return ray.get(self._coord.stats.remote())
 
     def __repr__(self) -> str:
         return f"DataSplitIterator(split={self.index} of {self.n})"
 
 
-def streaming_split(ds: Dataset, n: int, *, equal: bool = True, stall_timeout_s: float | None = None
-                    ) -> list[DataSplitIterator]:
-    """``n`` iterators over one streaming execution of ``ds`` (see the module docstring)."""
+def _rows(k: int) -> str:
+    return f"{k} row" if k == 1 else f"{k} rows"
+
+
+def streaming_split(ds: Dataset, n: int, *, equal: bool = True, drop_last: bool = False,
+                    stall_timeout_s: float | None = None) -> list[DataSplitIterator]:
+    """``n`` iterators over one streaming execution of ``ds`` (see the module docstring).
+
+    Args:
+        ds: The Dataset; its plan runs once per epoch.
+        n: Number of splits (consumers).
+        equal: Every split gets the same number of rows each epoch.  ``False``: whole blocks,
+            shares may differ, no row is repeated or dropped.
+        drop_last: With ``equal=True``, drop the ``rows % n`` remainder instead of repeating
+            ``n - rows % n`` rows from the start of the epoch (the default, as
+            ``DistributedSampler`` does).  Either way a ``UserWarning`` says how many.
+        stall_timeout_s: Seconds a split may stop reading before the others raise ``StallError``
+            (default ``DataContext.stall_timeout_s``).
+
+    Example:
+        >>> import bridge
+        >>> from bridge.iteration.streaming_split import streaming_split
+        >>> a, b = streaming_split(bridge.range(101), 2, drop_last=True)  # 50 rows each, one dropped
+    """
     from bridge._ray import ensure_ray
     from bridge.context import DataContext
 
@@ -214,5 +280,6 @@ def streaming_split(ds: Dataset, n: int, *, equal: bool = True, stall_timeout_s:
         raise BridgeError(f"streaming_split(n) needs a positive number of splits; got {n!r}", "call streaming_split(2)")
     ensure_ray()
     timeout = DataContext.get_current().stall_timeout_s if stall_timeout_s is None else stall_timeout_s
-    coord = _RemoteCoordinator.options(max_concurrency=max(2 * n + 4, 8)).remote(ds, n, equal, float(timeout))
+    coord = _RemoteCoordinator.options(max_concurrency=max(2 * n + 4, 8)).remote(ds, n, equal, float(timeout),
+                                                                               drop_last)
     return [DataSplitIterator(coord, i, n) for i in range(n)]
