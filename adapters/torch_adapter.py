@@ -129,6 +129,14 @@ def _resolve_device(device: Any) -> Any:
 
         msg = f"iter_torch_batches(device={device!r}): this process sees no CUDA device"
         raise BridgeError(msg, "pass device='cpu' (or 'auto'), or run on a GPU worker (e.g. num_gpus=1)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        from bridge.errors import BridgeError
+
+        count = torch.cuda.device_count()
+        msg = (f"iter_torch_batches(device={device!r}): this process sees {count} CUDA device(s), "
+               f"cuda:0..cuda:{count - 1}")
+        raise BridgeError(msg, "pass device='cuda' (the current device) or an index below the count; "
+                               "check CUDA_VISIBLE_DEVICES")
     return dev
 
 
@@ -145,8 +153,44 @@ def _move(obj: Any, device: Any, pin: bool) -> Any:
     return obj
 
 
+def _device_tensors(obj: Any, torch: Any) -> Iterator[Any]:
+    """Every CUDA tensor in a batch (a tensor, or dicts / lists / tuples of them)."""
+    if isinstance(obj, torch.Tensor):
+        if obj.is_cuda:
+            yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _device_tensors(v, torch)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _device_tensors(v, torch)
+
+
+def cuda_handoff(device: Any) -> Callable[[Any], Any]:
+    """Hand a batch copied on a side stream to the consumer's stream (called on the consumer's thread).
+
+    The background thread copies each run to the device on its own stream and
+    waits for the copy, so the data is there; but the caching allocator
+    tracks a block by the stream that allocated it.  Without
+    ``record_stream`` it would hand the memory of a batch the consumer has
+    dropped to the next copy at once, while kernels the consumer queued on its
+    own stream may not have read it yet: wrong values that look right.
+    Recording the consumer's current stream keeps the memory until the
+    kernels queued on it when the batch was dropped have run.
+    """
+    torch = _torch()
+
+    def handoff(batch: Any) -> Any:
+        consumer = torch.cuda.current_stream(device)
+        for t in _device_tensors(batch, torch):
+            t.record_stream(consumer)
+        return batch
+
+    return handoff
+
+
 def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Callable[..., Any] | None = None,
-                   pin_memory: bool = False, fill_nulls: Any = None) -> Callable[[Any], Any]:
+                   pin_memory: bool | None = None, fill_nulls: Any = None) -> Callable[[Any], Any]:
     """The conversion run on the iterator's background thread (callable on one Arrow table too).
 
     Without ``collate_fn`` it is a :class:`~bridge.iteration.block_format.BlockFormat`:
@@ -154,6 +198,10 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
     a side stream of the background thread, so the copy overlaps with the
     training step), and every batch is a slice of those tensors.  A user
     ``collate_fn`` gets each batch as NumPy on the background thread instead.
+    Either way the formatter's ``handoff`` runs on the consumer's thread for
+    each batch and orders the device copy against the consumer's current
+    CUDA stream (:func:`cuda_handoff`).  ``pin_memory=None`` pins host memory
+    when the device is CUDA.
     """
     from bridge.iteration.block_format import BlockFormat
 
@@ -164,25 +212,28 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
 
         raise BridgeError("iter_torch_batches: pass either collate_fn or dtypes, not both",
                           "cast inside your collate_fn")
+    pin = dev.type == "cuda" if pin_memory is None else bool(pin_memory)
     stream = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
+    handoff = cuda_handoff(dev) if dev.type == "cuda" else None
 
     def to_device(out: Any) -> Any:
         if dev.type == "cpu":
-            return out if not pin_memory else _move(out, dev, False)
+            return out if not pin else _move(out, dev, False)
         with torch.cuda.stream(stream):
-            moved = _move(out, dev, pin_memory)
+            moved = _move(out, dev, pin)
         stream.synchronize()  # type: ignore[union-attr]
         return moved
 
     if collate_fn is None:
         return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)),
-                           split=_split_rows)
+                           split=_split_rows, handoff=handoff)
 
     def collate(block: Any) -> Any:
         from bridge.batch import to_numpy_batch
 
         return to_device(collate_fn(to_numpy_batch(block)))
 
+    collate.handoff = handoff  # type: ignore[attr-defined]
     return collate
 
 

@@ -155,6 +155,8 @@ def iter_counted_batches(
         msg = f"batch_size must be a positive number of rows or None; got {batch_size}"
         raise BridgeError(msg, "pass batch_size=None to get whole blocks")
     block_format = formatter if isinstance(formatter, BlockFormat) else None
+    # Run on this (the consumer's) thread for each batch handed out, e.g. CUDA stream ordering.
+    handoff: Callable[[Any], Any] | None = getattr(formatter, "handoff", None)
     if formatter is None and fmt == "numpy":
         block_format = BlockFormat(batch_mod.to_numpy_batch, per_batch_if=_has_nulls)
 
@@ -176,7 +178,11 @@ def iter_counted_batches(
         if prefetch_batches > 0:
             chunks = _background(chunks, prefetch_batches, weight=len)
         for chunk in chunks:
-            yield from chunk
+            if handoff is None:
+                yield from chunk
+            else:
+                for rows, batch in chunk:
+                    yield rows, handoff(batch)
         return
 
     def produce() -> Iterator[tuple[int, Any]]:
@@ -191,10 +197,12 @@ def iter_counted_batches(
                 stats.iter_format_s += time.perf_counter() - t0
             yield b.num_rows, out
 
-    if prefetch_batches <= 0:
-        yield from produce()
+    batches = produce() if prefetch_batches <= 0 else _background(produce(), prefetch_batches)
+    if handoff is None:
+        yield from batches
         return
-    yield from _background(produce(), prefetch_batches)
+    for rows, batch in batches:
+        yield rows, handoff(batch)
 
 
 def _has_nulls(table: Block) -> bool:

@@ -51,6 +51,9 @@ class BlockFormat:
         per_batch_if: table -> whether that run must be converted batch by batch
             instead (still on the background thread), for formats whose output
             depends on the batch's content, e.g. NumPy's object arrays for nulls.
+        handoff: batch -> batch, run on the *consumer's* thread as each batch is
+            handed out (the torch exporter orders device copies against the
+            consumer's CUDA stream there). ``None``: nothing to do.
 
     Calling the object formats one table directly: ``finish(to_columns(table))``.
     """
@@ -58,8 +61,10 @@ class BlockFormat:
     def __init__(self, to_columns: Callable[[Block], dict[str, Any]],
                  finish: Callable[[dict[str, Any]], Any] | None = None,
                  per_batch_if: Callable[[Block], bool] | None = None,
-                 split: Callable[[Any, int], Sequence[Any]] | None = None) -> None:
+                 split: Callable[[Any, int], Sequence[Any]] | None = None,
+                 handoff: Callable[[Any], Any] | None = None) -> None:
         self.to_columns = to_columns
+        self.handoff = handoff
         self.finish = finish
         self.per_batch_if = per_batch_if
         self.split = split

@@ -131,7 +131,7 @@ class IngestMethods:
         dtypes: Any = None,
         device: Any = "cpu",
         collate_fn: Callable[[dict[str, Any]], Any] | None = None,
-        pin_memory: bool = False,
+        pin_memory: bool | None = None,
         fill_nulls: Any = None,
         prefetch_batches: int = 1,
         drop_last: bool = False,

@@ -64,7 +64,7 @@ def build_class(torch: Any) -> type:
         """
 
         def __init__(self, ds: Any, *, batch_size: int | None = None, dtypes: Any = None, device: Any = "cpu",
-                     collate_fn: Any = None, pin_memory: bool = False, fill_nulls: Any = None,
+                     collate_fn: Any = None, pin_memory: bool | None = None, fill_nulls: Any = None,
                      drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                      local_shuffle_seed: int | None = None, prefetch_batches: int = 1, rank: int | None = None,
                      world_size: int | None = None, seed: int | None = None, equal: bool = True) -> None:

@@ -106,6 +106,10 @@ def main() -> None:
     started = time.time()
     for name in names:
         module, bench = benches[name]
+        reason = bench.requires() if bench.requires is not None else None  # type: ignore[attr-defined]
+        if reason:
+            print(f"[{name}] skipped: {reason}", flush=True)
+            continue
         order = list(bench.contenders)
         runs: dict[str, list[dict]] = {c: [] for c in order}
         for r in range(rounds):

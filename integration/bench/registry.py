@@ -56,6 +56,8 @@ class Benchmark:
     needs_ray: bool = True
     #: Extra ray.init kwargs (e.g. object_store_memory) — the same for all contenders.
     ray_init: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: ``() -> reason or None``: why this machine cannot run the benchmark (e.g. no CUDA); skipped then.
+    requires: Callable[[], str | None] | None = None
 
     @property
     def higher_is_better(self) -> bool:
@@ -84,3 +86,99 @@ def first_batch_setup(make: Callable[[int], Any], rows: dict[Scale, int], batch_
         return run
 
     return setup
+
+
+def cuda_missing() -> str | None:
+    """``None`` where torch sees a CUDA device, else why not (the GPU benchmarks' ``requires``)."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
+class GpuSampler:
+    """Samples GPU utilisation (%) with ``nvidia-smi`` every ``interval`` seconds on a thread."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        import threading
+
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._interval = interval
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> GpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        import subprocess
+
+        while not self._stop.is_set():
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+                self.samples.append(float(out.split()[0]))
+            except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+                return
+            self._stop.wait(self._interval)
+
+    def steady(self) -> float | None:
+        """Median utilisation, leaving out the first and last fifth of the samples (start-up, drain)."""
+        import statistics
+
+        cut = len(self.samples) // 5
+        body = self.samples[cut:len(self.samples) - cut] or self.samples
+        return statistics.median(body) if body else None
+
+
+def run_in_process(bench: Benchmark, scale: Scale, calls: int = 3, cpus: int | None = None) -> dict[str, Any]:
+    """Every contender of ``bench`` in this process, one Ray, ``calls`` calls each (the first a warm-up).
+
+    For hosts where the fresh-process runner cannot run (an offline GPU host);
+    prints one line per contender with the median figure and the sampled GPU use.
+    """
+    import os
+    import statistics
+
+    import ray
+
+    reason = bench.requires() if bench.requires is not None else None
+    if reason:
+        print(f"[{bench.name}] skipped: {reason}")
+        return {}
+    ray.init(num_cpus=cpus or os.cpu_count(), include_dashboard=False, configure_logging=False,
+             **bench.ray_init)
+    out: dict[str, Any] = {}
+    try:
+        for name, setup in bench.contenders.items():
+            try:
+                run = setup(scale)
+                figures, utils = [], []
+                for _ in range(calls):
+                    with GpuSampler() as gpu:
+                        figures.append(run())
+                    utils.append(gpu.steady())
+            except Exception as err:  # noqa: BLE001 - reported, the next contender still runs
+                print(f"[{bench.name}] {name:<16} error: {type(err).__name__}: {str(err)[:300]}", flush=True)
+                continue
+            kept = figures[1:] or figures
+            util = [u for u in utils[1:] if u is not None]
+            out[name] = {"median": statistics.median(kept), "figures": figures,
+                         "gpu_util": statistics.median(util) if util else None}
+            print(f"[{bench.name}] {name:<16} {statistics.median(kept):,.1f} {bench.unit} "
+                  f"(calls {', '.join(f'{f:,.1f}' for f in figures)}; steady GPU use "
+                  f"{out[name]['gpu_util']}%)", flush=True)
+    finally:
+        ray.shutdown()
+    rb = out.get("raybridge", {}).get("median")
+    for name, entry in out.items():
+        if rb and name != "raybridge":
+            ratio = rb / entry["median"] if bench.higher_is_better else entry["median"] / rb
+            print(f"[{bench.name}] raybridge vs {name}: {ratio:.2f}x")
+    return out

@@ -1,0 +1,118 @@
+"""Batches copied to a CUDA device are right even when the consumer's GPU work lags behind.
+
+The consumer below queues ~``LAG_MS`` of GPU work (``torch.cuda._sleep``) on its
+own stream before each batch's checksum, and never synchronises until the end,
+so the host runs far ahead of the GPU while the iterator's background thread
+keeps copying new runs of batches.  If the caching allocator handed a dropped
+batch's memory to the next copy before the consumer's queued kernels read it,
+checksums would differ from the CPU path's.  Skipped only where CUDA is absent.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import bridge
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+ROWS = 400_000
+BATCH = 2048
+WIDTH = 16
+LAG_MS = 4
+
+
+def _dataset(rows: int = ROWS) -> bridge.Dataset:
+    def widen(b: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        ids = b["id"]
+        return {"id": ids, "v": ids[:, None] * np.arange(1, WIDTH + 1, dtype=np.int64)[None, :]}
+
+    return bridge.range(rows).map_batches(widen)
+
+
+def _expected(rows: int = ROWS, batch: int = BATCH) -> list[tuple[int, int]]:
+    """(sum of ids, sum of v) per batch, computed on the CPU."""
+    ids = np.arange(rows, dtype=np.int64)
+    scale = WIDTH * (WIDTH + 1) // 2
+    return [(int(ids[s:s + batch].sum()), int(ids[s:s + batch].sum()) * scale) for s in range(0, rows, batch)]
+
+
+def _cycles_per_ms() -> int:
+    return int(torch.cuda.get_device_properties(0).clock_rate)  # kHz: cycles per millisecond
+
+
+def _lagging_checksums(batches, get=lambda b: (b["id"], b["v"])) -> list[tuple[int, int]]:
+    lag = LAG_MS * _cycles_per_ms()
+    sums = []
+    for b in batches:
+        ids, v = get(b)
+        assert ids.is_cuda and v.is_cuda
+        torch.cuda._sleep(lag)  # GPU work queued on the consumer's stream before the batch is read
+        sums.append((ids.sum(), v.sum()))
+        del b, ids, v  # the batch is dropped while its checksum is still queued
+    torch.cuda.synchronize()
+    return [(int(a), int(b)) for a, b in sums]
+
+
+@pytest.mark.parametrize("pin_memory", [None, False, True])
+def test_iter_torch_batches_cuda_checksums_match_cpu_with_lagging_consumer(pin_memory):
+    it = _dataset().iter_torch_batches(batch_size=BATCH, device="cuda", pin_memory=pin_memory, prefetch_batches=4)
+    assert _lagging_checksums(it) == _expected()
+
+
+def test_collate_fn_to_cuda_checksums_match_cpu_with_lagging_consumer():
+    def collate(b: dict[str, np.ndarray]):
+        return torch.as_tensor(b["id"]), torch.as_tensor(b["v"])
+
+    it = _dataset().iter_torch_batches(batch_size=BATCH, device="cuda", collate_fn=collate, prefetch_batches=4)
+    assert _lagging_checksums(it, get=lambda b: b) == _expected()
+
+
+def test_to_torch_cuda_checksums_match_cpu_with_lagging_consumer():
+    tds = _dataset().to_torch(batch_size=BATCH, device="cuda", prefetch_batches=4)
+    loader = torch.utils.data.DataLoader(tds, batch_size=None)
+    assert _lagging_checksums(loader) == _expected()
+
+
+def test_streaming_split_cuda_rows_match_cpu_with_lagging_consumers():
+    rows = ROWS // 2
+    its = _dataset(rows).streaming_split(2, equal=False)
+    copies: dict[int, list[tuple[object, object]]] = {}
+    errors: list[BaseException] = []
+
+    def consume(i: int) -> None:
+        try:
+            # Each consumer thread reads on a stream of its own, as a DDP-style worker may.
+            with torch.cuda.stream(torch.cuda.Stream()):
+                lag = LAG_MS * _cycles_per_ms()
+                out = []
+                for b in its[i].iter_torch_batches(batch_size=BATCH, device="cuda", prefetch_batches=4):
+                    torch.cuda._sleep(lag)
+                    out.append((b["id"].clone(), b["v"].clone()))  # read when the queued work gets there
+                    del b
+                torch.cuda.current_stream().synchronize()
+            copies[i] = out
+        except BaseException as err:  # noqa: BLE001 - re-raised on the test thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    ids = torch.cat([a for i in range(2) for a, _ in copies[i]]).cpu()
+    v = torch.cat([b for i in range(2) for _, b in copies[i]]).cpu()
+    assert torch.equal(v, ids[:, None] * torch.arange(1, WIDTH + 1)[None, :])
+    assert torch.equal(ids.sort().values, torch.arange(rows))
+
+
+def test_device_index_beyond_the_visible_devices_is_a_bridge_error():
+    count = torch.cuda.device_count()
+    with pytest.raises(bridge.BridgeError, match=f"sees {count} CUDA device"):
+        bridge.range(4).iter_torch_batches(device=f"cuda:{count}")
