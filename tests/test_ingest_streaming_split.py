@@ -1,4 +1,5 @@
-"""streaming_split: equal shares across Ray actors, epochs, stalls, and the RaySGD-style seed (issue 3)."""
+"""streaming_split: equal shares (padded or dropped remainders) across Ray actors, epochs, stalls, and the
+RaySGD-style seed (issue 3); split(equal=True)'s remainder."""
 
 from __future__ import annotations
 
@@ -155,3 +156,13 @@ def test_raysgd_seed_download_with_bounded_concurrency_then_split():
     got = ray.get([consume.remote(s) for s in train], timeout=300)
     assert len(got[0]) == len(got[1]) == 20
     assert sorted(got[0] + got[1]) == sorted(paths)
+
+
+def test_static_split_equal_says_how_many_rows_it_drops():
+    with pytest.warns(UserWarning, match=r"split\(3, equal=True\).*10 rows.*1 row dropped.*equal=False"):
+        parts = bridge.range(10).split(3, equal=True)
+    assert [p.count() for p in parts] == [3, 3, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [p.count() for p in bridge.range(9).split(3, equal=True)] == [3, 3, 3]
+        assert [p.count() for p in bridge.range(10).split(3)] == [4, 3, 3]

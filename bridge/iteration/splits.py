@@ -85,12 +85,19 @@ def _as_datasets(parts: list[list[RefBundle]], name: str, schema_like: list[RefB
 
 def split(ds: Dataset, n: int, *, equal: bool = False) -> list[MaterializedDataset]:
     """``n`` contiguous parts; sizes differ by at most one row (``equal=True``: identical, the
-    remainder of fewer than ``n`` rows dropped)."""
+    remainder of fewer than ``n`` rows dropped, with a ``UserWarning`` saying how many)."""
     if not isinstance(n, int) or n < 1:
         raise BridgeError(f"split(n) needs a positive number of parts; got {n!r}", "call split(2)")
     bundles = _bundles_of(ds)
     total = sum(b.num_rows for b in bundles)
     base, extra = divmod(total, n)
+    if equal and extra:
+        import warnings
+
+        warnings.warn(f"split({n}, equal=True): {total} rows do not divide by {n}; "
+                      f"{extra} row{'' if extra == 1 else 's'} dropped so that every part has {base}. "
+                      "Pass equal=False to keep every row (parts then differ by at most one row).",
+                      UserWarning, stacklevel=3)
     bounds, pos = [], 0
     for i in range(n):
         size = base + (0 if equal or i >= extra else 1)
