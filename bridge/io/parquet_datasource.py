@@ -19,8 +19,9 @@ import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.fs as pafs
 
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
+from bridge.io.parquet_schema import unify_file_schemas
 from bridge.io.paths import FileReadError, expand_paths
 
 _HINT = "the file is not Parquet or is truncated (an interrupted write?); delete or re-write it"
@@ -79,6 +80,8 @@ class ParquetDatasource(Datasource):
         self.override_num_blocks = override_num_blocks
         self.limit: int | None = None
         self.dataset = _open_dataset([f.path for f in files], self.filesystem, partitioning, schema)
+        if schema is None and len(files) > 1:
+            self.dataset = _with_unified_schema(self.dataset)
         self.schema = self.dataset.schema
         self.columns = None if columns is None else list(columns)
         if self.columns is not None:
@@ -163,6 +166,43 @@ def _open_dataset(paths: list[str], fs: pafs.FileSystem, partitioning: Any, sche
         raise FileReadError(msg, _HINT) from err
 
 
+def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
+    """``dataset`` read with every file's schema unified (``pyarrow.dataset`` takes the first file's).
+
+    Reads every footer, in a thread pool; pyarrow keeps each footer on its fragment,
+    so planning the row groups afterwards reads none again.
+    """
+    fragments = list(dataset.get_fragments())
+    if len(fragments) <= 1:
+        return dataset
+
+    def read(frag: Any) -> pa.Schema:
+        try:
+            return frag.physical_schema
+        except (pa.ArrowInvalid, OSError) as err:
+            raise _unreadable(frag.path, err) from err
+
+    if len(fragments) <= 4:
+        schemas = [read(f) for f in fragments]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(fragments))) as pool:
+            schemas = list(pool.map(read, fragments))
+    unified = unify_file_schemas([f.path for f in fragments], schemas)
+    # Hive partition keys are columns of the dataset, not of any file: keep them, last.
+    partition_keys = [f for f in dataset.schema if f.name not in unified.names]
+    for field in partition_keys:
+        unified = unified.append(field)
+    if unified.equals(dataset.schema, check_metadata=True):
+        return dataset
+    # The same fragments (footers already read), viewed through the unified schema.
+    return pds.FileSystemDataset(fragments, unified, dataset.format, dataset.filesystem)
+
+
+def _unreadable(path: str, err: BaseException) -> FileReadError:
+    msg = f"cannot read Parquet file {path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
+    return FileReadError(msg, _HINT)
+
+
 def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002
     """Every row group that may hold matching rows, in file order (footers read in parallel)."""
     fragments = list(dataset.get_fragments(filter=filter) if filter is not None else dataset.get_fragments())
@@ -241,8 +281,31 @@ class _ParquetRead:
                 table = frag.to_table(
                     schema=self.schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
                 )
-            except (pa.ArrowInvalid, OSError) as err:
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as err:
                 detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+                cast = _cast_failure(frag, self.schema, self.columns, detail)
+                if cast is not None:
+                    raise cast from err
                 msg = f"cannot read Parquet file {frag.path!r} (row groups {[rg.id for rg in frag.row_groups]}): {detail}"
                 raise FileReadError(msg, _HINT) from err
             yield table
+
+
+def _cast_failure(frag: Any, schema: pa.Schema, columns: list[str] | None, detail: str) -> SchemaMismatchError | None:
+    """The error for a file whose column could not be cast to the read schema, or None if that is not the cause."""
+    try:
+        physical = frag.physical_schema
+    except (pa.ArrowInvalid, OSError):
+        return None
+    wanted = schema.names if columns is None else columns
+    differ = [n for n in wanted if n in physical.names and n in schema.names
+              and physical.field(n).type != schema.field(n).type]
+    if not differ:
+        return None
+    name = next((n for n in differ if n in detail), differ[0])
+    got, want = physical.field(name).type, schema.field(name).type
+    msg = (f"read_parquet: column {name!r} is {got} in {frag.path!r} and cannot be read as {want} "
+           f"(the schema being read): {detail}")
+    hint = (f"pass schema= with {name!r} as {got} (or a type every value converts to), or fix the values "
+            f"in {frag.path!r}")
+    return SchemaMismatchError(msg, hint)

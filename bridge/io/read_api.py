@@ -60,7 +60,10 @@ def read_parquet(
         filesystem: A ``pyarrow.fs`` or fsspec filesystem (e.g. S3 with an endpoint).
         partitioning: ``"hive"`` (``key=value`` directories become columns), ``None``,
             or a ``pyarrow.dataset.Partitioning``.
-        schema: Schema to read with (default: the first file's).
+        schema: Schema to read with; values are cast to it.  Default: every file's schema
+            unified without changing a value (a column missing from a file is null there,
+            int32 + int64 reads as int64); files that disagree otherwise (int64 vs string,
+            naive vs zoned timestamps) raise ``SchemaMismatchError`` naming both files.
         file_extensions: Only read files with these extensions in directories.
         override_num_blocks: Number of read tasks (at most one per row group).
 
