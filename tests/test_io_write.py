@@ -28,10 +28,10 @@ def test_modes(tmp_path):
     bridge.range(4, override_num_blocks=2).write_parquet(out)
     with pytest.raises(FileWriteError, match="already holds"):
         bridge.range(4).write_parquet(out, mode="error")
-    with pytest.raises(FileWriteError, match="filename_prefix"):
-        bridge.range(4).write_parquet(out, mode="append")
+    appended = bridge.range(4).write_parquet(out, mode="append")  # new names: part-00000 is kept
+    assert len(appended) == 1 and os.path.basename(appended[0]).startswith("part-")
     bridge.range(4).write_parquet(out, mode="append", filename_prefix="more")
-    assert bridge.read_parquet(out).count() == 8
+    assert bridge.read_parquet(out).count() == 12
     assert bridge.range(100).write_parquet(out, mode="ignore") == []
     with pytest.raises(bridge.BridgeError, match="mode"):
         bridge.range(1).write_parquet(out, mode="replace")

@@ -1,8 +1,12 @@
-"""Writing blocks to files: one file per block, deterministic names, atomic.
+"""Writing blocks to files: one file per block, atomic; names deterministic, or unique per append.
 
 Each write task writes ``{prefix}-{index:05d}.{ext}`` where ``index`` is the
 position of its block in the Dataset, so writing the same Dataset twice gives
-the same names.  A file is written under a hidden temporary name
+the same names (``mode="overwrite"`` replaces them).  ``mode="append"`` adds a
+write id, ``{prefix}-{write_id}-{index:05d}.{ext}``, where ``write_id`` is the
+UTC time to the millisecond plus six random hex digits: appending never
+replaces a file, and sorted names (the order readers use) follow write order.
+A file is written under a hidden temporary name
 (``.{name}.{token}.tmp``: readers skip names starting with ``.``) and renamed
 when complete, so a failed or killed write leaves nothing a later read picks up
 (on object stores the rename is copy + delete; the object appears only whole).
@@ -13,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,7 +30,7 @@ from bridge import tensor
 from bridge.block import Block, concat_blocks
 from bridge.errors import BridgeError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
-from bridge.io.paths import FileWriteError, resolve_filesystem
+from bridge.io.paths import FileWriteError, data_files, resolve_filesystem
 
 MODES = ("overwrite", "append", "error", "ignore")
 RESULT_SCHEMA = pa.schema([("path", pa.string()), ("num_rows", pa.int64())])
@@ -60,12 +65,22 @@ def _write_parquet(table: Block, stream: Any, options: dict[str, Any]) -> None:
     pq.write_table(table, stream, **options)
 
 
+def _is_binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+
+
 def _check_flat(table: Block, fmt: str) -> None:
     for field in table.schema:
         t = field.type
         if tensor.is_tensor(t) or pa.types.is_nested(t):
             msg = f"write_{fmt}: column {field.name!r} has type {t}, which {fmt.upper()} cannot hold"
             hint = "write it with write_parquet, or drop/flatten the column first (drop_columns, map_batches)"
+            raise UnsupportedTypeError(msg, hint)
+        if _is_binary(t) or (pa.types.is_dictionary(t) and _is_binary(t.value_type)):
+            # CSV is text: bytes that are not UTF-8 cannot be written, and those that are come back as strings.
+            msg = f"write_{fmt}: column {field.name!r} has type {t}; raw bytes cannot be written as {fmt.upper()} text"
+            hint = (f"cast it to string if it holds text (pc.cast(t[{field.name!r}], pa.string()) in map_batches), "
+                    f"encode it as base64 text first, or use write_parquet, which keeps binary columns")
             raise UnsupportedTypeError(msg, hint)
 
 
@@ -124,8 +139,12 @@ class FileWriter:
     prefix: str
     options: dict[str, Any]
     column: str | None = None
+    #: Set for ``mode="append"``: makes every name of this write new (see the module docstring).
+    write_id: str | None = None
 
     def file_name(self, index: int) -> str:
+        if self.write_id:
+            return f"{self.prefix}-{self.write_id}-{index:05d}.{self.ext}"
         return f"{self.prefix}-{index:05d}.{self.ext}"
 
     def __call__(self, blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
@@ -140,6 +159,12 @@ class FileWriter:
             atomic_write(self.fs, path, lambda stream: self._write(table, stream))
         except BridgeError:
             raise
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            # Arrow refused the data, not the disk: say so, not "check the directory".
+            msg = f"write_{self.fmt}: cannot write the block of {path!r} as {self.fmt.upper()}: {err}"
+            hint = f"a column's type or values cannot be written as {self.fmt.upper()}; cast or drop it " \
+                   f"(ds.schema() lists the types), or use write_parquet, which holds every Arrow type"
+            raise UnsupportedTypeError(msg, hint) from err
         except Exception as err:  # noqa: BLE001 - name the file and the cause
             msg = f"write_{self.fmt}: cannot write {path!r}: {type(err).__name__}: {err}"
             raise FileWriteError(msg, "check that the directory is writable and the disk is not full") from err
@@ -175,9 +200,27 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
     stream.write(buf.getvalue())
 
 
+def new_write_id() -> str:
+    """``20240131T235959123-1a2b3c``: sorts by time, and two writes in one millisecond still differ."""
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now * 1000) % 1000:03d}"
+    return f"{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+_WRITE_ID = r"\d{8}T\d{9}-[0-9a-f]{6}"
+
+
 def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: str,
                       fmt: str) -> tuple[pafs.FileSystem, str, bool]:
-    """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``."""
+    """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``.
+
+    "Data" is any file a reader would read: files under the directory, at any
+    depth, whose names do not start with ``.`` or ``_`` (temporary files,
+    ``_SUCCESS``).  ``"error"`` fails and ``"ignore"`` skips the write when the
+    directory holds data, so an empty directory (or one holding only hidden
+    files) is written to.  ``"overwrite"`` removes this prefix's earlier files,
+    appended ones included; ``"append"`` never touches a file (its names are new).
+    """
     if mode not in MODES:
         msg = f"write_{fmt}(mode=...) must be one of {MODES}; got {mode!r}"
         raise BridgeError(msg, 'pass mode="overwrite" to replace earlier output, "append" to add files')
@@ -187,20 +230,17 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
     if info.type == pafs.FileType.File:
         msg = f"write_{fmt}: {str(path)!r} is a file; writes go to a directory (one file per block)"
         raise FileWriteError(msg, "pass a directory path; it is created if missing")
-    if info.type == pafs.FileType.Directory:
-        existing = [i for i in fs.get_file_info(pafs.FileSelector(directory)) if i.type == pafs.FileType.File]
+    if info.type == pafs.FileType.Directory and mode in ("error", "ignore"):
+        existing = data_files(fs, directory)
         if existing and mode == "error":
-            msg = f"write_{fmt}: {str(path)!r} already holds {len(existing)} file(s)"
+            msg = f"write_{fmt}: {str(path)!r} already holds {len(existing)} file(s), e.g. {existing[0].path!r}"
             raise FileWriteError(msg, 'pass mode="overwrite" to replace our earlier output, or "append"')
-        if existing and mode == "ignore":
+        if existing:
             return fs, directory, True
-        ours = re.compile(rf"{re.escape(prefix)}-\d{{5}}\.{re.escape(ext)}$")
-        clashing = [i for i in existing if ours.match(i.base_name)]
-        if clashing and mode == "append":
-            msg = f"write_{fmt}(mode='append'): {str(path)!r} already holds {clashing[0].base_name!r} and others"
-            raise FileWriteError(msg, "pass filename_prefix='batch2' (names are deterministic: prefix-00000.ext)")
-        if mode == "overwrite":
-            for i in clashing:
+    if info.type == pafs.FileType.Directory and mode == "overwrite":
+        ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
+        for i in fs.get_file_info(pafs.FileSelector(directory)):
+            if i.type == pafs.FileType.File and ours.match(i.base_name):
                 fs.delete_file(i.path)
     fs.create_dir(directory, recursive=True)
     return fs, directory, False

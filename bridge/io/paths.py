@@ -185,6 +185,11 @@ def _list_dir(fs: pafs.FileSystem, path: str, extensions: tuple[str, ...] | None
     return out
 
 
+def data_files(fs: pafs.FileSystem, directory: str) -> list[FileEntry]:
+    """The files a read of ``directory`` would see (recursive; hidden names skipped), sorted."""
+    return _list_dir(fs, directory, None)
+
+
 def _expand_glob(
     fs: pafs.FileSystem, pattern: str, shown: str, extensions: tuple[str, ...] | None, what: str
 ) -> list[FileEntry]:

@@ -3,10 +3,12 @@
 :class:`bridge.dataset.Dataset` inherits this mixin.  Every write runs as one
 Ray task per block (fused with the transforms before it), writes one file per
 block named ``{filename_prefix}-{index:05d}.{ext}`` and returns the paths
-written.  ``mode``: ``"overwrite"`` (default: earlier files of the same prefix
-are removed, others kept), ``"append"`` (fail if names would clash),
-``"error"`` (fail if the directory holds files) or ``"ignore"`` (write nothing
-then).
+written.  ``mode`` (as Ray Data's): ``"overwrite"`` (default: earlier files of
+the same prefix are removed, others kept), ``"append"`` (add files; each append
+names its files ``{filename_prefix}-{write_id}-{index:05d}.{ext}`` so nothing is
+ever replaced), ``"error"`` (fail if the directory already holds data) or
+``"ignore"`` (write nothing if it already holds data; an empty directory is
+written to).
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ class WriteMethods:
     def _write_files(self, fmt: str, ext: str, path: Any, filesystem: Any, mode: str, filename_prefix: str,
                      options: dict[str, Any], column: str | None = None) -> list[str]:
         from bridge.execution.transform import BlockTransform
-        from bridge.io.file_datasink import FileWriter, prepare_directory
+        from bridge.io.file_datasink import FileWriter, new_write_id, prepare_directory
 
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt)
         if skip:
             return []
-        writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column)
+        write_id = new_write_id() if mode == "append" else None
+        writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id)
         label = f"Write{fmt.capitalize()}"
         ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {})  # type: ignore[attr-defined]
         result = ds.to_arrow()
