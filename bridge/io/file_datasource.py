@@ -54,6 +54,13 @@ class FileFormat:
             except Exception as err:  # noqa: BLE001 - any parser error becomes one that names the file
                 raise read_error(self, entry.path, err) from err
             for table in tables:
+                names = table.column_names
+                dup = sorted({n for n in names if names.count(n) > 1})
+                if dup:
+                    msg = f"{self.name} file {entry.path!r} has {names.count(dup[0])} columns named {dup[0]!r}"
+                    raise FileReadError(msg, "column names must be unique: fix the header, or pass column names "
+                                             "in the read options (e.g. read_options=pyarrow.csv.ReadOptions("
+                                             "column_names=[...], skip_rows=1))")
                 yield with_path_column(table, entry.path) if include_paths else table
 
 

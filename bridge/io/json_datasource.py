@@ -31,7 +31,12 @@ class JSONFormat(FileFormat):
     def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
         with fs.open_input_stream(path) as f:
             data = f.read()
-        if data.lstrip()[:1] == b"[":
+        if not data.strip():
+            # An empty file is what write_json leaves for a Dataset without rows: no rows, and
+            # no columns unless parse_options gives an explicit_schema.
+            schema = getattr(self.parse_options, "explicit_schema", None)
+            table = (schema or pa.schema([])).empty_table()
+        elif data.lstrip()[:1] == b"[":
             table = pa.Table.from_pylist(json.loads(data))
         else:
             kwargs = {}

@@ -31,10 +31,21 @@ def _put_blocks(blocks: Iterable[Block], name: str) -> MaterializedDataset:
     ensure_ray()
     bundles = []
     for b in blocks:
+        _check_unique_names(b, name)
         # Ray's Arrow serializer ships only the rows of a slice: no copy needed here.
         b = normalize_types(b)
         bundles.append(RefBundle([ray.put(b)], [BlockMetadata.of(b)]))
     return _materialized(bundles, name)
+
+
+def _check_unique_names(block: Block, name: str) -> None:
+    names = block.column_names
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        from bridge.errors import SchemaMismatchError
+
+        msg = f"{name}: the data has {names.count(dup[0])} columns named {dup[0]!r} (columns: {names})"
+        raise SchemaMismatchError(msg, "column names must be unique: rename or drop the duplicates first")
 
 
 def in_memory_num_blocks(size_bytes: int, num_rows: int, override: int | None = None) -> int:
