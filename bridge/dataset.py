@@ -26,6 +26,7 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.stats import DatasetStats
 from bridge.execution.transform import (
+    BlockTransform,
     UserFn,
     add_column_transform,
     filter_transform,
@@ -46,6 +47,47 @@ if TYPE_CHECKING:
 def _fn_label(fn: Any) -> str:
     name = getattr(fn, "__name__", None) or type(fn).__name__
     return "<lambda>" if name == "<lambda>" else name
+
+
+def _expr_filter_transform(expr: Any, label: str) -> BlockTransform:
+    """``filter(expr=...)``; an expression naming a column the block lacks raises ``SchemaMismatchError``."""
+    import re
+
+    inner = filter_transform(None, expr, label)
+
+    def run(blocks: Any, ctx: Any) -> Iterator[Block]:
+        for b in blocks:
+            try:
+                yield from inner([b], ctx)
+            except pa.ArrowInvalid as err:
+                if "No match for FieldRef" not in str(err):
+                    raise
+                from bridge.errors import SchemaMismatchError
+
+                found = re.search(r"FieldRef\.\w+\((.*?)\) in", str(err))
+                missing = found.group(1) if found else str(err)
+                msg = f"{label}: the expression uses column {missing!r}, which the Dataset does not have; " \
+                      f"its columns are {b.column_names}"
+                raise SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()") from err
+
+    return BlockTransform(run, label)
+
+
+def _unique_names(inner: BlockTransform, label: str) -> BlockTransform:
+    """``inner``, failing clearly if a block comes out with two columns of one name (Arrow blocks need unique ones)."""
+
+    def run(blocks: Any, ctx: Any) -> Iterator[Block]:
+        for b in inner(blocks, ctx):
+            names = b.column_names
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                from bridge.errors import SchemaMismatchError
+
+                msg = f"{label}: the result would have two columns named {dup[0]!r} (columns: {names})"
+                raise SchemaMismatchError(msg, "rename to a name no other column has, or drop_columns the other one")
+            yield b
+
+    return BlockTransform(run, label)
 
 
 class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
@@ -172,7 +214,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             msg = "filter() needs exactly one of fn (a row predicate) or expr (a pyarrow expression)"
             raise BridgeError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
         if fn is None:
-            return self._map_like(filter_transform(None, expr, f"Filter({expr})"), f"Filter({expr})", None,
+            return self._map_like(_expr_filter_transform(expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -208,15 +250,29 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._project(f"DropColumns({cols})", drop=cols)
 
     def rename_columns(self, names: dict[str, str]) -> Dataset:
-        """Rename columns by ``{old: new}``."""
-        return self._project(f"RenameColumns({names})", rename=dict(names))
+        """Rename columns by ``{old: new}``.
+
+        Two columns may not end up with one name (``SchemaMismatchError`` names them).
+        """
+        from bridge.errors import SchemaMismatchError
+
+        targets = list(names.values())
+        clashing = sorted({n for n in targets if targets.count(n) > 1})
+        if clashing:
+            sources = [old for old, new in names.items() if new in clashing]
+            msg = f"rename_columns: columns {sources} would all be named {clashing[0]!r}; column names must be unique"
+            raise SchemaMismatchError(msg, "give each column its own new name, or drop_columns the ones not needed")
+        label = f"RenameColumns({names})"
+        op = Project([self._plan], _unique_names(project_transform(label, rename=dict(names)), label), label,
+                     preserves_rows=True)
+        return self._with(op)
 
     def limit(self, n: int) -> Dataset:
         """The first ``n`` rows (a source that can read fewer rows is asked to)."""
         if n < 0:
-            from bridge.errors import BridgeError
+            from bridge.errors import BridgeValueError
 
-            raise BridgeError(f"limit must be >= 0; got {n}", "pass a row count such as limit(100)")
+            raise BridgeValueError(f"limit must be >= 0; got {n}", "pass a row count such as limit(100)")
         return self._with(Limit([self._plan], n))
 
     def union(self, *others: Dataset) -> Dataset:
