@@ -20,6 +20,12 @@ anything else                    ``UnsupportedTypeError`` naming the column
 ``feature_columns`` / ``label_columns``: a name gives one tensor, a list of
 names a dict of tensors; ``label_columns=None`` yields features only.
 
+Nulls are checked before ``to_tf`` returns, in one pass over the columns that
+``fill_nulls`` does not cover (cheap on a materialized Dataset): an error raised
+inside tf.data's generator reaches the caller as ``tf.errors.InvalidArgumentError``,
+so the :class:`UnsupportedTypeError` that ``iter_torch_batches`` raises must come
+first here to be the same error.
+
 Example:
     >>> import bridge
     >>> tfds = bridge.from_items([{"x": 1.0, "y": 0}]).to_tf("x", "y")  # doctest: +SKIP
@@ -86,6 +92,41 @@ def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any
     return col.value
 
 
+def _null_counts(table: pa.Table) -> dict[str, Any]:
+    """One row per block: each column's null count (runs in the read tasks, only these columns)."""
+    return {n: np.array([table.column(n).null_count], dtype=np.int64) for n in table.column_names}
+
+
+def _unfilled(names: list[str], schema: pa.Schema, fill_nulls: Any) -> list[str]:
+    """The columns whose nulls would raise: ``fill_nulls`` gives them no value (tensor rows never have one)."""
+    from bridge import tensor
+
+    def fill(name: str) -> Any:
+        return fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
+
+    return [n for n in names if fill(n) is None or tensor.is_fixed_tensor(schema.field(n).type)]
+
+
+def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any) -> None:
+    """Raise the ``UnsupportedTypeError`` that ``iter_torch_batches`` raises, before tf.data would rewrap it."""
+    from bridge.errors import UnsupportedTypeError
+
+    columns = _unfilled(names, schema, fill_nulls)
+    if not columns:
+        return
+    counts = ds.select_columns(columns).map_batches(_null_counts, batch_format="pyarrow", batch_size=None).to_arrow()
+    if counts.num_rows == 0:
+        return
+    for name in columns:
+        nulls = sum(counts.column(name).to_pylist())
+        if nulls:
+            t = schema.field(name).type
+            msg = f"tf: column {name!r} ({t}) has {nulls} null(s); tf tensors cannot hold nulls"
+            hint = (f"pass fill_nulls={{{name!r}: 0}} (or one value for every column), or drop/fill them first "
+                    f"with ds.filter(expr=pc.field({name!r}).is_valid())")
+            raise UnsupportedTypeError(msg, hint)
+
+
 def _pack(values: dict[str, Any], names: list[str], single: bool) -> Any:
     return values[names[0]] if single else {n: values[n] for n in names}
 
@@ -129,6 +170,7 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
         msg = f"to_tf: column(s) {missing} not found; the Dataset has {schema.names}"
         raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
     specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    check_no_nulls(ds, list(dict.fromkeys(features + labels)), schema, fill_nulls)
     f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
     f_sig = _pack(specs, features, f_single)
     signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
