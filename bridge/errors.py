@@ -125,3 +125,7 @@ __all__ = [
     "format_message",
     "missing_dependency",
 ]
+
+
+class ConversionWarning(UserWarning):
+    """A column was converted by a written rule because the target cannot hold its type; the message names it."""

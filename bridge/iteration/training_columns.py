@@ -7,10 +7,10 @@ Arrow type                         becomes
 =================================  ==========================================================
 int8..int64, uint8..uint64         ``dense`` ndarray of the same dtype (framework rules narrow it)
 float16/32/64, bool                ``dense`` ndarray of the same dtype
-timestamp[unit, tz]                ``dense`` int64: ``unit`` since the Unix epoch (UTC); a
-                                   ``UserWarning`` names the column and the unit, once per column
-date32 / date64                    ``dense`` int64 days / milliseconds since the epoch
-duration[unit], time               ``dense`` int64 in the column's unit
+timestamp[unit, tz]                ``dense`` int64: ``unit`` since the Unix epoch (UTC)  *
+date32 / date64                    ``dense`` int64 days / milliseconds since the epoch   *
+duration[unit]                     ``dense`` int64 in the column's unit                  *
+time32/64[unit]                    ``dense`` int64 ``unit`` since midnight               *
 arrow.fixed_shape_tensor           ``dense`` ``(rows, *shape)`` ndarray (no copy where Arrow allows)
 string / binary (any width)        ``strings``: a Python list of ``str`` / ``bytes``
 dictionary<values>                 decoded, then as its value type
@@ -20,6 +20,10 @@ decimal, struct, map, null         ``UnsupportedTypeError`` naming the column, w
 any column with nulls              ``UnsupportedTypeError`` naming the column and the null
                                    count, unless ``fill_nulls`` gives it a value
 =================================  ==========================================================
+
+``*``: torch and tf have no such type; the first batch of each such column gives a
+:class:`~bridge.errors.ConversionWarning` naming the column, its type and the rule (once per
+column and type in a process).
 """
 
 from __future__ import annotations
@@ -34,9 +38,10 @@ import pyarrow.compute as pc
 
 from bridge import tensor
 from bridge.batch import column_to_numpy
-from bridge.errors import UnsupportedTypeError
+from bridge.errors import ConversionWarning, UnsupportedTypeError
 
-_warned_timestamps: set[tuple[str, str]] = set()
+#: (column, type) pairs already warned about: one warning per column, not one per batch.
+_warned_time_like: set[tuple[str, str]] = set()
 
 
 @dataclasses.dataclass
@@ -66,19 +71,28 @@ def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> p
         raise UnsupportedTypeError(msg, "pass a fill value of the column's type") from err
 
 
-def _time_like_to_int64(col: pa.ChunkedArray, name: str) -> np.ndarray:
-    t = col.type
+def _int64_meaning(t: pa.DataType) -> tuple[str, str]:
+    """What the int64 of a time-like type counts, and the rule's name."""
     if pa.types.is_timestamp(t):
-        key = (name, str(t))
-        if key not in _warned_timestamps:
-            _warned_timestamps.add(key)
-            warnings.warn(f"column {name!r} ({t}) is handed over as int64 {t.unit} since the Unix epoch (UTC)",
-                          UserWarning, stacklevel=4)
-        storage = pa.int64()
-    elif pa.types.is_date32(t):
-        storage = pa.int32()
-    else:
-        storage = pa.int64()
+        return f"{t.unit} since the Unix epoch (UTC)", "timestamps -> int64"
+    if pa.types.is_date32(t):
+        return "days since the Unix epoch", "dates -> int64"
+    if pa.types.is_date64(t):
+        return "milliseconds since the Unix epoch", "dates -> int64"
+    if pa.types.is_duration(t):
+        return t.unit, "durations -> int64"
+    return f"{t.unit} since midnight", "times of day -> int64"
+
+
+def _time_like_to_int64(col: pa.ChunkedArray, name: str, framework: str) -> np.ndarray:
+    t = col.type
+    key = (name, str(t))
+    if key not in _warned_time_like:
+        _warned_time_like.add(key)
+        meaning, rule = _int64_meaning(t)
+        warnings.warn(f"{framework}: column {name!r} ({t}) is handed over as int64 {meaning} "
+                      f"(rule: {rule}; {framework} has no such type)", ConversionWarning, stacklevel=4)
+    storage = pa.int32() if pa.types.is_date32(t) or pa.types.is_time32(t) else pa.int64()
     return np.asarray(column_to_numpy(col.cast(storage))).astype(np.int64, copy=False)
 
 
@@ -109,7 +123,7 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return TrainingColumn(name, "dense", column_to_numpy(col))
     if _is_time_like(t):
-        return TrainingColumn(name, "dense", _time_like_to_int64(col, name))
+        return TrainingColumn(name, "dense", _time_like_to_int64(col, name, framework))
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return TrainingColumn(name, "strings", col.to_pylist())
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
