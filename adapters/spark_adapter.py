@@ -119,6 +119,13 @@ def _session_time_zone(df: Any) -> str | None:
         return None
 
 
+def _conf(spark: Any, key: str) -> str | None:
+    try:
+        return spark.conf.get(key)
+    except Exception:  # noqa: BLE001 - an unreadable conf only skips the time-zone rule's warning
+        return None
+
+
 def _exceeds_max_result_size(err: Exception) -> bool:
     return "maxResultSize" in str(err)
 
@@ -265,6 +272,10 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
 def to_spark(ds: Dataset, spark: Any = None) -> Any:
     """A Dataset -> a Spark DataFrame (one partition per non-empty block) in ``spark``.
 
+    Types follow :mod:`adapters.spark_types`; each column converted by one of its written rules
+    (uint8 -> smallint, a zone other than the session's, a tensor -> nested arrays, ...) gives one
+    :class:`~bridge.errors.ConversionWarning` naming the column, both types and the rule.
+
     Args:
         ds: The Dataset.
         spark: The target ``SparkSession``; ``None`` uses the active one.
@@ -286,17 +297,26 @@ def to_spark(ds: Dataset, spark: Any = None) -> Any:
     schema = None
     target = None
     vectors: list[str] = []
+    session_tz = _conf(spark, "spark.sql.session.timeZone")
+
+    def spark_schema_of(arrow_schema: pa.Schema) -> tuple[Any, pa.Schema, list[str]]:
+        conversions: list[spark_types.Conversion] = []
+        out = spark_types.arrow_to_spark_schema(arrow_schema, session_tz=session_tz, conversions=conversions)
+        # The caller's frame: spark_schema_of <- to_spark <- SparkAdapter.from_dataset <- to_any <- Dataset.to_spark.
+        spark_types.warn_conversions(conversions, stacklevel=6)
+        return out
+
     for bundle in ds.iter_internal_ref_bundles():
         for ref, meta in zip(bundle.refs, bundle.metas):
             if schema is None and meta.schema is not None and (meta.num_rows or len(meta.schema)):
                 schema = meta.schema
-                spark_schema, target, vectors = spark_types.arrow_to_spark_schema(schema)
+                spark_schema, target, vectors = spark_schema_of(schema)
             if meta.num_rows == 0:
                 continue
             block = ray.get(ref)
             if target is None:
                 schema = block.schema
-                spark_schema, target, vectors = spark_types.arrow_to_spark_schema(schema)
+                spark_schema, target, vectors = spark_schema_of(schema)
             payloads.append(_encode_block(spark_types.prepare_block(block, target)))
     if target is None:
         msg = "to_spark: the Dataset has no schema (no columns and no rows)"

@@ -30,23 +30,29 @@ CalendarIntervalType          writer cannot carry them)
 
 Arrow -> Spark (``Dataset.to_spark``): the inverse of the table, plus these rules:
 uint8/16/32 -> the next wider signed type; uint64 -> DecimalType(20, 0); float16 -> FloatType;
-large_string/string_view -> StringType; large_binary/fixed_size_binary -> BinaryType;
-date64 -> DateType; timestamp of any unit -> microseconds (a value that would lose
-nanoseconds raises); large_list/fixed_size_list -> ArrayType; dictionary -> its value type;
-fixed-shape tensors -> nested ArrayType of the element type (``VectorUDT`` if the field carries
-``raybridge.spark_udt=vector``); variable-shape tensors and other extension types raise
-UnsupportedTypeError naming the column.
+large_string/string_view -> StringType; large_binary/binary_view/fixed_size_binary -> BinaryType;
+date64 -> DateType; timestamp and duration of any unit -> microseconds (a value that would lose
+nanoseconds raises); a zone other than ``spark.sql.session.timeZone`` -> the session zone (the
+instant is kept, the zone name is not); large_list/fixed_size_list -> ArrayType; decimal256 ->
+DecimalType; dictionary -> its value type; fixed-shape tensors -> nested ArrayType of the element
+type (``VectorUDT`` if the field carries ``raybridge.spark_udt=vector``, which is exact);
+variable-shape tensors and other extension types raise UnsupportedTypeError naming the column.
+Each of these rules gives one :class:`~bridge.errors.ConversionWarning` per column (nested fields
+named ``struct.field`` / ``list[]``) naming the Arrow type, the Spark type and the rule; a column
+that maps exactly (int64 -> LongType, ...) gives none.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge.errors import UnsupportedTypeError
+from bridge.errors import ConversionWarning, UnsupportedTypeError
 
 #: Field metadata marking a tensor column that was an MLlib vector in Spark.
 UDT_KEY = b"raybridge.spark_udt"
@@ -186,18 +192,92 @@ def _densify(arr: pa.StructArray, name: str) -> tuple[pa.Field, pa.Array]:
 
 
 # ---------------------------------------------------------------- Arrow -> Spark
-def arrow_to_spark_schema(schema: pa.Schema) -> tuple[Any, pa.Schema, list[str]]:
-    """Spark ``StructType``, the Arrow schema to cast blocks to, and the columns to make VectorUDTs."""
+@dataclasses.dataclass(frozen=True)
+class Conversion:
+    """One written-rule conversion ``to_spark`` makes (see the module docstring)."""
+
+    column: str
+    arrow_type: str
+    spark_type: str
+    rule: str
+
+    def message(self) -> str:
+        return (f"to_spark: column {self.column!r} ({self.arrow_type}) becomes Spark {self.spark_type} "
+                f"(rule: {self.rule})")
+
+
+_UNSIGNED = "unsigned integers -> the next wider signed type (uint64 -> decimal(20,0)); values kept"
+_LARGE = "large and view types -> the plain type (Spark has one string, binary and array type); values kept"
+_UNIT = "timestamps and durations -> microseconds (a value that would lose nanoseconds raises)"
+_UTC_NAMES = {"utc", "etc/utc", "uct", "etc/uct", "z", "zulu", "etc/zulu", "gmt", "etc/gmt", "gmt0", "etc/gmt0",
+              "universal", "etc/universal", "greenwich", "etc/greenwich", "+00:00", "-00:00"}
+
+
+def _same_zone(a: str, b: str) -> bool:
+    x, y = a.lower(), b.lower()
+    return x == y or (x in _UTC_NAMES and y in _UTC_NAMES)
+
+
+def _rules(t: pa.DataType, session_tz: str | None) -> list[str]:
+    """The written rules (none for an exact mapping) that take Arrow type ``t`` itself to Spark."""
+    pt = pa.types
+    if pt.is_unsigned_integer(t):
+        return [_UNSIGNED]
+    if pt.is_float16(t):
+        return ["float16 -> float (Spark has no half float); values kept"]
+    if pt.is_large_string(t) or pt.is_large_binary(t) or pt.is_large_list(t) or str(t) in ("string_view", "binary_view"):
+        return [_LARGE]
+    if pt.is_fixed_size_binary(t):
+        return ["fixed-size binary -> binary (the width is not kept)"]
+    if pt.is_fixed_size_list(t):
+        return ["fixed-size lists -> arrays (the size is not kept)"]
+    if pt.is_date64(t):
+        return ["date64 -> date (days)"]
+    if pt.is_duration(t) and t.unit != "us":
+        return [_UNIT]
+    if pt.is_decimal(t) and not pt.is_decimal128(t):
+        return [f"{t} -> decimal (the precision fits Spark's 38 digits)"]
+    if pt.is_timestamp(t):
+        out = [] if t.unit == "us" else [_UNIT]
+        if t.tz is not None and session_tz is not None and not _same_zone(t.tz, session_tz):
+            out.append(f"a time zone other than the session's -> the session time zone {session_tz} "
+                       "(the instant is kept, the zone name is not)")
+        return out
+    return []
+
+
+def warn_conversions(conversions: list[Conversion], stacklevel: int = 1) -> None:
+    """One :class:`ConversionWarning` per column and rule (``stacklevel`` as for ``warnings.warn``'s caller)."""
+    seen: set[tuple[str, str]] = set()
+    for c in conversions:
+        if (c.column, c.rule) not in seen:
+            seen.add((c.column, c.rule))
+            warnings.warn(c.message(), ConversionWarning, stacklevel=stacklevel + 1)
+
+
+def arrow_to_spark_schema(schema: pa.Schema, *, session_tz: str | None = None,
+                          conversions: list[Conversion] | None = None) -> tuple[Any, pa.Schema, list[str]]:
+    """Spark ``StructType``, the Arrow schema to cast blocks to, and the columns to make VectorUDTs.
+
+    ``conversions``: a list to append the written-rule conversions to (one per column and rule);
+    ``session_tz``: ``spark.sql.session.timeZone``, for the zone rule (``None``: no zone rule).
+    """
     from pyspark.sql import types as T
 
     spark_fields, arrow_fields, vectors = [], [], []
     for field in schema:
         t = field.type
+        tensor_type = None
         if isinstance(t, pa.FixedShapeTensorType):
             t = _nested_list_type(t.value_type, list(t.shape))
             if (field.metadata or {}).get(UDT_KEY) == VECTOR:
                 vectors.append(field.name)
-        spark_type = arrow_to_spark_type(t, field.name)
+            else:
+                tensor_type = field.type
+        spark_type = arrow_to_spark_type(t, field.name, conversions=conversions, session_tz=session_tz)
+        if tensor_type is not None and conversions is not None:
+            rule = "fixed-shape tensors -> nested arrays of the element type (the shape is not kept in the type)"
+            conversions.append(Conversion(field.name, str(tensor_type), spark_type.simpleString(), rule))
         spark_fields.append(T.StructField(field.name, spark_type, True))
         arrow_fields.append(pa.field(field.name, spark_to_arrow_type(spark_type, "UTC"), True))
     return T.StructType(spark_fields), pa.schema(arrow_fields), vectors
@@ -210,13 +290,30 @@ def _nested_list_type(value_type: pa.DataType, shape: list[int]) -> pa.DataType:
     return t
 
 
-def arrow_to_spark_type(t: pa.DataType, column: str) -> Any:
-    """The Spark type a column of Arrow type ``t`` becomes (rules in the module docstring)."""
+def arrow_to_spark_type(t: pa.DataType, column: str, *, conversions: list[Conversion] | None = None,
+                        session_tz: str | None = None) -> Any:
+    """The Spark type a column of Arrow type ``t`` becomes (rules in the module docstring).
+
+    Appends to ``conversions`` (if given) each written rule applied, ``column`` naming the field.
+    """
+    if isinstance(t, pa.DictionaryType):
+        spark_type = arrow_to_spark_type(t.value_type, column, conversions=conversions, session_tz=session_tz)
+        rules = ["dictionary -> its value type (the values are decoded)"]
+    else:
+        spark_type = _spark_type(t, column, conversions, session_tz)
+        rules = _rules(t, session_tz)
+    if conversions is not None:
+        conversions.extend(Conversion(column, str(t), spark_type.simpleString(), rule) for rule in rules)
+    return spark_type
+
+
+def _spark_type(t: pa.DataType, column: str, conversions: list[Conversion] | None, session_tz: str | None) -> Any:
     from pyspark.sql import types as T
 
+    def inner(child: pa.DataType, path: str) -> Any:
+        return arrow_to_spark_type(child, path, conversions=conversions, session_tz=session_tz)
+
     pt = pa.types
-    if isinstance(t, pa.DictionaryType):
-        return arrow_to_spark_type(t.value_type, column)
     if isinstance(t, pa.ExtensionType):
         msg = f"to_spark: column {column!r} has extension type {t}, which Spark cannot hold"
         hint = "turn it into a plain column first (map_batches), e.g. a list of values and a shape column"
@@ -240,14 +337,12 @@ def arrow_to_spark_type(t: pa.DataType, column: str) -> Any:
     if pt.is_decimal(t) and t.precision <= 38:
         return T.DecimalType(t.precision, t.scale)
     if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
-        return T.ArrayType(arrow_to_spark_type(t.value_type, f"{column}[]"), True)
+        return T.ArrayType(inner(t.value_type, f"{column}[]"), True)
     if pt.is_map(t):
-        return T.MapType(arrow_to_spark_type(t.key_type, f"{column}.key"),
-                         arrow_to_spark_type(t.item_type, f"{column}.value"), True)
+        return T.MapType(inner(t.key_type, f"{column}.key"), inner(t.item_type, f"{column}.value"), True)
     if pt.is_struct(t):
-        return T.StructType([T.StructField(t.field(i).name, arrow_to_spark_type(t.field(i).type,
-                                                                                f"{column}.{t.field(i).name}"), True)
-                             for i in range(t.num_fields)])
+        return T.StructType([T.StructField(t.field(i).name, inner(t.field(i).type, f"{column}.{t.field(i).name}"),
+                                           True) for i in range(t.num_fields)])
     msg = f"to_spark: column {column!r} has Arrow type {t}, which has no Spark type"
     hint = "cast it to a supported type first, e.g. ds.map_batches(..., batch_format='pyarrow') with table.cast"
     raise UnsupportedTypeError(msg, hint)
