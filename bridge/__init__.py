@@ -21,6 +21,8 @@ from bridge.dataset import Dataset, MaterializedDataset
 from bridge.errors import (
     BlockLostError,
     BridgeError,
+    BridgeTypeError,
+    BridgeValueError,
     DatasetEmptyError,
     InsufficientMemoryError,
     MissingDependencyError,
@@ -118,6 +120,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BlockLostError",
     "BridgeError",
+    "BridgeTypeError",
+    "BridgeValueError",
     "DataContext",
     "Dataset",
     "DatasetEmptyError",

@@ -115,6 +115,8 @@ def _picklable_or_none(obj: Any) -> Any:
 __all__ = [
     "BlockLostError",
     "BridgeError",
+    "BridgeTypeError",
+    "BridgeValueError",
     "DatasetEmptyError",
     "InsufficientMemoryError",
     "MissingDependencyError",
@@ -125,6 +127,14 @@ __all__ = [
     "format_message",
     "missing_dependency",
 ]
+
+
+class BridgeValueError(BridgeError, ValueError):
+    """An argument has the right type but a value raybridge cannot use (a negative size, an empty list)."""
+
+
+class BridgeTypeError(BridgeError, TypeError):
+    """An argument of the wrong kind (constructor arguments for a plain function, say)."""
 
 
 class ConversionWarning(UserWarning):
