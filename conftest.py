@@ -2,6 +2,9 @@
 
 The object store is deliberately small (256 MiB) so that the tests which stream
 a Dataset several times larger than it prove the executor's memory bound.
+The cluster has 2 CPUs unless ``RAYBRIDGE_TEST_CPUS`` says otherwise (a bigger
+host can run the suite at its own size; tests that assert on pool sizes read
+``ray.cluster_resources()``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ def ray_session():
     if not ray.is_initialized():
         ray.init(
             address="local",  # always a fresh instance, never another process's cluster
-            num_cpus=2,
+            num_cpus=int(os.environ.get("RAYBRIDGE_TEST_CPUS", 2)),
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             configure_logging=False,

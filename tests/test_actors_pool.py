@@ -1,8 +1,15 @@
-"""Actor pools: callable classes in map_batches/map/filter/flat_map, on the 2-CPU test Ray."""
+"""Actor pools: callable classes in map_batches/map/filter/flat_map, on the shared test Ray.
+
+Tests that assert on pool sizing derive their numbers from ``ray.cluster_resources()``
+(2 CPUs by default; ``RAYBRIDGE_TEST_CPUS`` in conftest.py sets another size).
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 import time
 
 import numpy as np
@@ -28,6 +35,10 @@ class CountInits:
                 "pid": np.full(n, os.getpid())}
 
 
+def _cluster_cpus() -> int:
+    return int(ray.cluster_resources()["CPU"])
+
+
 def _pool_stats(ds: bridge.Dataset, name: str) -> dict:
     stats = ds._last_stats
     assert stats is not None
@@ -51,21 +62,26 @@ def test_class_is_constructed_once_per_actor_not_per_batch():
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("concurrency", [2, (1, 4)], ids=["fixed2", "auto1-4"])
 def test_two_cpus_pool_does_not_deadlock(concurrency):
-    # Ray Data 2.60 hangs here: its actors take both CPUs and no read task can run.
+    # Ray Data 2.60 hangs here: its actors take every CPU and no read task can run.
+    # The pool asks for every CPU of the cluster (2 on the default test Ray), whatever its size.
+    cpus = _cluster_cpus()
+    concurrency = cpus if concurrency == 2 else (1, 2 * cpus)
     ds = bridge.range(5000, override_num_blocks=10).map_batches(CountInits, concurrency=concurrency)
     assert ds.count() == 5000
     extra = _pool_stats(ds, "MapBatches(CountInits)")
-    # The pool borrowed CPUs (fractional reservations) instead of taking every CPU.
-    assert extra["cpus_per_actor"] * int(extra["pool"].split("-")[1]) <= 1.0
+    # The pool borrowed CPUs (fractional reservations) instead of taking every CPU: one stays for tasks.
+    assert extra["cpus_per_actor"] * int(extra["pool"].split("-")[1]) <= cpus - 1.0 + 1e-6
 
 
 @pytest.mark.timeout(180)
 def test_explicit_num_cpus_starts_fewer_actors_and_warns():
-    ds = bridge.range(1000, override_num_blocks=4).map_batches(CountInits, concurrency=2, num_cpus=1)
+    # As many 1-CPU actors as the cluster has CPUs: one CPU must stay free for the read tasks.
+    cpus = _cluster_cpus()
+    ds = bridge.range(1000, override_num_blocks=4).map_batches(CountInits, concurrency=cpus, num_cpus=1)
     with pytest.warns(UserWarning, match="kept for the plan's tasks"):
         rows = ds.take_all()
     assert [r["id"] for r in rows] == list(range(1, 1001))
-    assert _pool_stats(ds, "MapBatches(CountInits)")["actors_peak"] == 1
+    assert _pool_stats(ds, "MapBatches(CountInits)")["actors_peak"] == cpus - 1
 
 
 class Slow:
@@ -213,6 +229,68 @@ def test_num_gpus_without_gpus_is_a_clear_error_before_any_work():
         bridge.range(100).map_batches(lambda b: b, num_gpus=1).take_all()
 
 
+@pytest.mark.timeout(60)
+def test_plain_function_asking_more_than_any_node_has_fails_fast():
+    # A task that no node can hold would wait for resources forever.
+    if not ray.cluster_resources().get("GPU", 0):
+        start = time.monotonic()
+        with pytest.raises(BridgeError, match=r"num_gpus=1 per task, but the Ray cluster has no GPUs") as info:
+            bridge.range(100).map_batches(lambda b: b, num_gpus=1).take_all()
+        assert "Hint: run with num_gpus=0" in str(info.value)
+        assert time.monotonic() - start < 20
+    cpus = _cluster_cpus()
+    start = time.monotonic()
+    with pytest.raises(BridgeError, match=rf"num_cpus={cpus + 1} per task, but the largest node has {cpus} CPU"):
+        bridge.range(100).map_batches(lambda b: b, num_cpus=cpus + 1).take_all()
+    assert time.monotonic() - start < 20
+
+
+_ONE_GPU_CLUSTER = textwrap.dedent("""
+    import sys, time, ray, bridge
+    from bridge.errors import BridgeError
+
+    class Model:
+        def __call__(self, batch):
+            return batch
+
+    # One node that reports one GPU: Ray schedules by the declared count, no device is needed.
+    ray.init(address="local", num_cpus=2, num_gpus=1, object_store_memory=80 * 1024**2,
+             include_dashboard=False, configure_logging=False)
+    for label, ds in [("task", bridge.range(10).map_batches(lambda b: b, num_gpus=2)),
+                      ("actor", bridge.range(10).map_batches(Model, concurrency=1, num_gpus=2)),
+                      ("pool", bridge.range(10).map_batches(Model, concurrency=3, num_gpus=0.5))]:
+        start = time.monotonic()
+        try:
+            ds.take_all()
+            print(label, "NO ERROR")
+        except BridgeError as err:
+            print(label, round(time.monotonic() - start, 1), repr(str(err)))
+        sys.stdout.flush()
+""")
+
+
+@pytest.mark.timeout(240)
+def test_gpu_requests_a_one_gpu_cluster_cannot_hold_fail_fast_with_a_useful_hint():
+    # A separate Ray with one (declared) GPU: the shared test cluster has none.
+    try:
+        out = subprocess.run([sys.executable, "-c", _ONE_GPU_CLUSTER], capture_output=True, text=True,
+                             timeout=180, env={**os.environ, "RAYBRIDGE_PROGRESS_BARS": "0"})
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"a request for more GPUs than the cluster has hung:\n{err.stdout}")
+    lines = {line.split(" ", 1)[0]: line for line in out.stdout.splitlines() if line.split(" ", 1)[0]
+             in ("task", "actor", "pool")}
+    assert set(lines) == {"task", "actor", "pool"}, out.stdout + out.stderr
+    task, actor, pool = lines["task"], lines["actor"], lines["pool"]
+    assert "num_gpus=2 per task, but the largest node has 1 GPU" in task, task
+    assert "Hint: lower num_gpus to at most 1 per task" in task, task
+    # concurrency is already 1: the hint must name what to change instead.
+    assert "num_gpus=2 per actor, but the largest node has 1 GPU" in actor, actor
+    assert "concurrency to at most 1" not in actor and "lower num_gpus to at most 1 per actor" in actor, actor
+    assert "3 actor(s) x num_gpus=0.5 need 1.5 GPUs" in pool and "lower concurrency to at most 2" in pool, pool
+    for line in (task, actor, pool):
+        assert float(line.split(" ", 2)[1]) < 20, line
+
+
 class KeepEven:
     def __call__(self, row):
         return row["id"] % 2 == 0
@@ -294,7 +372,8 @@ def test_plain_function_with_concurrency_runs_as_capped_tasks():
 
 
 
-def _wait_cpus_free(total: float = 2.0, timeout: float = 60.0) -> float:
+def _wait_cpus_free(total: float | None = None, timeout: float = 60.0) -> float:
+    total = float(_cluster_cpus()) if total is None else total
     deadline = time.time() + timeout
     free = ray.available_resources().get("CPU", 0.0)
     while free < total and time.time() < deadline:
@@ -310,7 +389,7 @@ def test_two_pools_and_downstream_tasks_on_two_cpus_complete_and_release_actors(
           .map_batches(lambda b: {"id": b["id"] * 3})
           .map_batches(Slow, concurrency=(1, 3)))
     assert [r["id"] for r in ds.take_all()] == [3 * (i + 1) for i in range(3000)]
-    assert _wait_cpus_free() == 2.0  # every actor was released
+    assert _wait_cpus_free() == _cluster_cpus()  # every actor was released
 
 
 @pytest.mark.timeout(180)
@@ -319,4 +398,4 @@ def test_early_stop_releases_the_actors():
         batch_size=None))
     next(it)
     it.close()
-    assert _wait_cpus_free() == 2.0
+    assert _wait_cpus_free() == _cluster_cpus()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import ray
 
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, BridgeValueError
 from bridge.execution.operators import AllToAllOp, LimitOp, MapOp, PhysicalOp
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def pool_size(name: str, concurrency: int | tuple[int, int] | None) -> tuple[int
             and all(isinstance(c, int) for c in concurrency) and 1 <= concurrency[0] <= concurrency[1]):
         return concurrency[0], concurrency[1]
     msg = f"{name}: concurrency must be a number of actors n >= 1 or a (min, max) pair; got {concurrency!r}"
-    raise BridgeError(msg, "pass concurrency=2 for a fixed pool or concurrency=(1, 4) to autoscale")
+    raise BridgeValueError(msg, "pass concurrency=2 for a fixed pool or concurrency=(1, 4) to autoscale")
 
 
 def _task_cpus(op: PhysicalOp) -> float:
@@ -89,19 +89,49 @@ def fit_pools_to_cluster(ops: list[PhysicalOp]) -> None:
             logger.info(note)
 
 
+def node_resources() -> list[dict[str, float]]:
+    """The total resources of every alive node (what one task or actor can be placed on)."""
+    from bridge._ray import ensure_ray
+
+    ensure_ray()
+    return [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
+
+
+def check_request_fits(name: str, unit: str, num_cpus: float, num_gpus: float,
+                       nodes: list[dict[str, float]] | None = None) -> None:
+    """Fail now when no node can ever hold one ``unit`` (task or actor): Ray would wait for it forever."""
+    nodes = node_resources() if nodes is None else nodes
+    if not nodes:
+        return
+    largest_gpus = max(n.get("GPU", 0.0) for n in nodes)
+    if num_gpus and largest_gpus == 0:
+        msg = (f"{name}: asks for num_gpus={num_gpus:g} per {unit}, but the Ray cluster has no GPUs "
+               f"(ray.cluster_resources(): {ray.cluster_resources()})")
+        raise BridgeError(msg, "run with num_gpus=0 (CPU), or on a GPU node / a cluster with GPU workers")
+    if num_gpus > largest_gpus:
+        msg = (f"{name}: asks for num_gpus={num_gpus:g} per {unit}, but the largest node has "
+               f"{largest_gpus:g} GPU(s) (the cluster: {sum(n.get('GPU', 0.0) for n in nodes):g})")
+        raise BridgeError(msg, f"lower num_gpus to at most {largest_gpus:g} per {unit} (fractions share a GPU), "
+                          f"or run on a node with {num_gpus:g} GPUs")
+    largest_cpus = max(n.get("CPU", 0.0) for n in nodes)
+    if num_cpus > largest_cpus:
+        msg = f"{name}: asks for num_cpus={num_cpus:g} per {unit}, but the largest node has {largest_cpus:g} CPU(s)"
+        raise BridgeError(msg, f"lower num_cpus to at most {largest_cpus:g}, or add a node with {num_cpus:g} CPUs")
+
+
 def _fit_gpus(pool: ActorPoolOp, gpus: int) -> None:
     if not pool.num_gpus:
         return
-    if gpus == 0:
-        msg = (f"{pool.name}: asks for num_gpus={pool.num_gpus:g} per actor, but the Ray cluster has no GPUs "
-               f"(ray.cluster_resources(): {ray.cluster_resources()})")
-        raise BridgeError(msg, "run with num_gpus=0 (CPU), or on a GPU node / a cluster with GPU workers")
-    fit = int(gpus // pool.num_gpus)
+    nodes = node_resources()
+    check_request_fits(pool.name, "actor", 0.0, pool.num_gpus, nodes)
+    # One actor never spans nodes: count what fits on each (the epsilon keeps 1 // 0.1 at 10).
+    fit = sum(int((n.get("GPU", 0.0) + 1e-9) // pool.num_gpus) for n in nodes) if nodes \
+        else int((gpus + 1e-9) // pool.num_gpus)
     if fit < pool.min_actors:
         msg = (f"{pool.name}: {pool.min_actors} actor(s) x num_gpus={pool.num_gpus:g} need "
-               f"{pool.min_actors * pool.num_gpus:g} GPUs; the cluster has {gpus}")
-        raise BridgeError(msg, f"lower concurrency to at most {max(fit, 1)} or num_gpus per actor, "
-                          "or add GPU nodes")
+               f"{pool.min_actors * pool.num_gpus:g} GPUs; the cluster has {gpus} (room for {fit} such actor(s))")
+        raise BridgeError(msg, f"lower concurrency to at most {fit} (or to a (min, max) range starting at {fit} "
+                          "or less), or num_gpus per actor, or add GPU nodes")
     if pool.max_actors > fit:
         pool.notes.append(f"max actors {pool.max_actors} -> {fit} (cluster GPUs: {gpus})")
         pool.max_actors = fit

@@ -48,17 +48,13 @@ def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
     return ops
 
 
-def _check_gpus(op: MapLike) -> None:
-    """Tasks asking for GPUs on a cluster without any would wait forever: say so now."""
-    if not op.num_gpus:
+def _check_resources(op: MapLike) -> None:
+    """Tasks asking for more GPUs or CPUs than any node has would wait forever: say so now."""
+    if not op.num_gpus and op.num_cpus is None:
         return
-    from bridge._ray import cluster_gpus
+    from bridge.execution.actor_sizing import check_request_fits
 
-    if cluster_gpus() == 0:
-        from bridge.errors import BridgeError
-
-        msg = f"{op.name}: asks for num_gpus={op.num_gpus:g}, but the Ray cluster has no GPUs"
-        raise BridgeError(msg, "run with num_gpus=0 (CPU), or on a GPU node / a cluster with GPU workers")
+    check_request_fits(op.name, "task", float(op.num_cpus or 0), float(op.num_gpus or 0))
 
 
 def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp:
@@ -76,7 +72,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             phys = ACTOR_OP_BUILDER[0](group, deps, ctx)
             out.append(phys)
             return phys
-        _check_gpus(group[0])
+        _check_resources(group[0])
         transform = _identity()
         for m in group:
             transform = transform + m.transform
