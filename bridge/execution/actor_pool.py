@@ -25,11 +25,13 @@ Example:
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import heapq
 import itertools
 import logging
 import os
+import threading
 import time
 from typing import Any
 
@@ -68,11 +70,19 @@ class _PoolWorker:
     def __init__(self, transform: BlockTransform, op_name: str) -> None:
         self.transform = transform
         self.op_name = op_name
+        # Ray Data's contract: a synchronous __call__ runs on one thread at a time, whatever the
+        # actor's max_concurrency (user code keeps unguarded state: a model, a counter, a CUDA stream).
+        # Only a class whose __call__ is a coroutine function opts into concurrent calls.
+        user = transform.user
+        concurrent = user is not None and user.is_async_class
+        self._call_lock: threading.Lock | contextlib.nullcontext[None] = (
+            contextlib.nullcontext() if concurrent else threading.Lock())
 
     def ready(self) -> int:
         # Running the transform over no blocks constructs the user's class (UserFn.resolve),
         # so an error in __init__ surfaces here, before any batch is sent.
-        list(self.transform(iter(()), TaskContext(-1, self.op_name)))
+        with self._call_lock:
+            list(self.transform(iter(()), TaskContext(-1, self.op_name)))
         return os.getpid()
 
     @ray.method(num_returns=2)
@@ -80,7 +90,8 @@ class _PoolWorker:
         if slices is not None:
             # Slicing here is zero-copy: the driver never splits blocks with extra tasks.
             blocks = tuple(b.slice(offset, length) for b, (offset, length) in zip(blocks, slices))
-        return run_block_transform(self.transform, self.op_name, index, None, blocks)
+        with self._call_lock:
+            return run_block_transform(self.transform, self.op_name, index, None, blocks)
 
 
 @dataclasses.dataclass

@@ -33,9 +33,12 @@ class TaskContext:
 class BlockTransform:
     """A named ``(blocks, ctx) -> blocks`` function; ``+`` fuses two."""
 
-    def __init__(self, fn: Callable[[Iterable[Block], TaskContext], Iterable[Block]], label: str) -> None:
+    def __init__(self, fn: Callable[[Iterable[Block], TaskContext], Iterable[Block]], label: str,
+                 user: UserFn | None = None) -> None:
         self.fn = fn
         self.label = label
+        #: The user's function or class this transform calls (``None``: none, or fused from several).
+        self.user = user
 
     def __call__(self, blocks: Iterable[Block], ctx: TaskContext) -> Iterable[Block]:
         return self.fn(blocks, ctx)
@@ -73,6 +76,13 @@ class UserFn:
     @property
     def label(self) -> str:
         return getattr(self.fn, "__name__", type(self.fn).__name__)
+
+    @property
+    def is_async_class(self) -> bool:
+        """A class whose ``__call__`` is a coroutine function (it may run several calls at once)."""
+        import inspect
+
+        return self.is_class and inspect.iscoroutinefunction(self.fn.__call__)
 
     def resolve(self, op_name: str) -> Callable[..., Any]:
         if not self.is_class:
@@ -157,7 +167,7 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
                     raise _bad_output(label, ctx, err, "a dict of column name -> array, a pandas.DataFrame "
                                       "or a pyarrow.Table (one batch), or yield several") from err
 
-    return BlockTransform(run, label)
+    return BlockTransform(run, label, user)
 
 
 def _is_generator(obj: Any) -> bool:
@@ -176,7 +186,7 @@ def map_rows_transform(user: UserFn, label: str) -> BlockTransform:
             except batch_mod.BatchTypeError as err:
                 raise _bad_output(label, ctx, err, "a dict (one output row) from map()") from err
 
-    return BlockTransform(run, label)
+    return BlockTransform(run, label, user)
 
 
 def flat_map_transform(user: UserFn, label: str) -> BlockTransform:
@@ -194,7 +204,7 @@ def flat_map_transform(user: UserFn, label: str) -> BlockTransform:
             except batch_mod.BatchTypeError as err:
                 raise _bad_output(label, ctx, err, "a list of dicts (output rows) from flat_map()") from err
 
-    return BlockTransform(run, label)
+    return BlockTransform(run, label, user)
 
 
 def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransform:
@@ -209,7 +219,7 @@ def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransfo
             keep = [bool(call_user_fn(fn, r, user, ctx, label)) for r in batch_mod.block_to_rows(b)]
             yield b.filter(pa.array(keep, type=pa.bool_())) if keep else b
 
-    return BlockTransform(run, label)
+    return BlockTransform(run, label, user)
 
 
 def project_transform(
