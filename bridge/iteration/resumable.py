@@ -8,6 +8,10 @@ a deterministic plan: seeded shuffles, or the seedless ones of this library
 (``randomize_block_order()`` and the local shuffle buffer), whose randomness the
 iterator fixes per epoch from its seed.
 
+Like Ray Data's, the iterable makes a full new pass each time a ``for`` loop
+starts it again after a pass ended (the next epoch: ``epoch`` goes up, so
+seedless shuffles draw a new order); ``next()`` works on it directly too.
+
 Example:
     >>> import bridge
     >>> it = bridge.range(10).iter_batches(batch_size=4)
@@ -47,8 +51,27 @@ def check_state(state: dict[str, Any], where: str) -> None:
         raise BridgeError(msg, "pass the dict returned by state_dict() of the same kind of iterator")
 
 
+def _check_args(batch_size: int | None, local_shuffle_buffer_size: int | None) -> None:
+    """Ray Data's argument errors, raised when the iterator is made rather than on its first batch."""
+    from bridge.errors import BridgeValueError
+
+    if batch_size is not None and batch_size < 1:
+        msg = f"iter_batches: batch_size must be a positive number of rows or None; got {batch_size}"
+        raise BridgeValueError(msg, "pass batch_size=None to get whole blocks")
+    if local_shuffle_buffer_size is not None and local_shuffle_buffer_size < 0:
+        msg = f"iter_batches: local_shuffle_buffer_size must be >= 0; got {local_shuffle_buffer_size}"
+        raise BridgeValueError(msg, "pass a number of rows, e.g. local_shuffle_buffer_size=10_000")
+    if local_shuffle_buffer_size and batch_size is None:
+        msg = ("iter_batches: a local shuffle (local_shuffle_buffer_size="
+               f"{local_shuffle_buffer_size}) needs a batch_size; got batch_size=None")
+        raise BridgeValueError(msg, "pass a batch_size with local_shuffle_buffer_size, e.g. batch_size=256")
+
+
 class BatchIterator(Iterator[Any]):
     """Batches of one epoch of ``ds``; starts executing on the first ``next()``.
+
+    ``iter()`` on an iterator whose pass ended (exhausted or closed) starts a new
+    pass over the next epoch; on one not started or mid-pass it continues.
 
     Args mirror :meth:`bridge.Dataset.iter_batches`; ``formatter`` replaces the
     batch format (the torch and tf exporters use it); ``seed`` fixes the
@@ -71,6 +94,7 @@ class BatchIterator(Iterator[Any]):
     ) -> None:
         from bridge.iteration.batch_iterator import iter_counted_batches  # noqa: F401 - fail early if broken
 
+        _check_args(batch_size, local_shuffle_buffer_size)
         self._ds = ds
         self._kw = dict(
             batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
@@ -83,6 +107,8 @@ class BatchIterator(Iterator[Any]):
         #: End the epoch's row stream at this position (a rank's share; set by exporters).
         self.stop_row: int | None = None
         self._gen: Iterator[tuple[int, Any]] | None = None
+        #: The pass ended (exhausted or closed): the next ``iter()`` starts a new one.
+        self._ended = False
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
@@ -113,12 +139,22 @@ class BatchIterator(Iterator[Any]):
                                     skip_rows=self.rows_consumed, stop_row=self.stop_row, **self._kw)  # type: ignore[arg-type]
 
     def __iter__(self) -> BatchIterator:
+        if self._ended:
+            # A second ``for`` over the same iterable: a full new pass, as in Ray Data.
+            self._ended = False
+            self._gen = None
+            self.epoch += 1
+            self.rows_consumed = 0
         return self
 
     def __next__(self) -> Any:
         if self._gen is None:
             self._gen = self._start()
-        rows, batch = next(self._gen)
+        try:
+            rows, batch = next(self._gen)
+        except StopIteration:
+            self._ended = True
+            raise
         self.rows_consumed += rows
         return batch
 
@@ -129,6 +165,7 @@ class BatchIterator(Iterator[Any]):
         if close is not None:
             close()
         self._gen = iter(())
+        self._ended = True
 
     def __del__(self) -> None:
         try:
