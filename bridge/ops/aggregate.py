@@ -13,7 +13,9 @@ Null rules (written here because users depend on them): with
 ``ignore_nulls=True`` (default) nulls are skipped, and a group without a
 single non-null value gives null for Sum/Min/Max/Mean/Std (pandas gives 0 for
 Sum; we do not invent a value); with ``ignore_nulls=False`` any null makes the
-result null.  Std uses ``ddof=1`` by default, like pandas.
+result null.  Std uses ``ddof=1`` by default, like pandas.  A column of Arrow's
+``null`` type (every value null, as ``from_items([{"x": None}])`` makes) counts
+as an all-null numeric column: its Sum/Mean/Std are null, as in Ray Data.
 
 A user-defined :class:`AggregateFn` gives Python callables, run once per group.
 """
@@ -144,6 +146,19 @@ class _Builtin(AggregateFn):
         out = merged[0]
         assert out is not None
         return out
+
+
+def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
+    """``block`` with the null-typed columns that Std reads cast to float64.
+
+    pyarrow has no variance kernel for the ``null`` type; as float64 the column
+    is simply all null, and so is its standard deviation.
+    """
+    for col in {a.on for a in aggs if isinstance(a, Std) and a.on is not None}:
+        i = block.schema.get_field_index(col)
+        if i >= 0 and pa.types.is_null(block.schema.field(i).type):
+            block = block.set_column(i, col, block.column(i).cast(pa.float64()))
+    return block
 
 
 class Count(_Builtin):

@@ -25,7 +25,7 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
 from bridge.ops import exchange
-from bridge.ops.aggregate import AggregateFn
+from bridge.ops.aggregate import AggregateFn, numeric_null_columns
 
 _ROW = "__raybridge_row"
 #: The constant key a whole-Dataset aggregate groups by.
@@ -58,6 +58,7 @@ def _key_values(groups: pa.Table, keys: list[str]) -> list[Any]:
 
 def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
     """One row per group of ``block``: the keys and every aggregation's state columns."""
+    block = numeric_null_columns(block, aggs)
     specs, names, python_aggs = [], [], []
     for i, agg in enumerate(aggs):
         map_specs = agg.map_specs()
