@@ -141,10 +141,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         label = f"MapBatches({_fn_label(fn)})"
         if batch_size is not None and batch_size < 1:
-            from bridge.errors import BridgeError
+            from bridge.errors import BridgeValueError
 
             msg = f"{label}: batch_size must be a positive number of rows or None; got {batch_size}"
-            raise BridgeError(msg, "pass batch_size=None to process whole blocks")
+            raise BridgeValueError(msg, "pass batch_size=None to process whole blocks")
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         transform = map_batches_transform(user, batch_format, batch_size, label)
         return self._map_like(transform, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
@@ -163,6 +163,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         min_rows: int | None = None,
         preserves_rows: bool = False,
     ) -> Dataset:
+        if user is not None and not user.is_class and (user.ctor_args or user.ctor_kwargs):
+            from bridge.errors import BridgeValueError
+
+            msg = (f"{label}: fn_constructor_args / fn_constructor_kwargs are only for a callable class; "
+                   f"got the function {user.label}")
+            raise BridgeValueError(msg, "pass the arguments with fn_args / fn_kwargs, or make fn a class whose "
+                                   "__init__ takes them")
         uses_actors = bool(user is not None and user.is_class and concurrency is not None)
         if user is not None and user.is_class and concurrency is None:
             # A class without a pool size still gets an actor pool: state must live in an actor.
@@ -391,6 +398,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def take(self, n: int = 20) -> list[dict[str, Any]]:
         """The first ``n`` rows as dicts."""
+        if n < 0:
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"take(n) needs n >= 0; got {n}", "pass a row count such as take(20)")
         out: list[dict[str, Any]] = []
         for row in self.limit(n).iter_rows():
             out.append(row)
@@ -409,7 +420,17 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "numpy") -> Any:
         """The first ``batch_size`` rows as one batch."""
         fmt = batch_mod.normalize_format(batch_format)
+        if batch_size < 1:
+            from bridge.errors import BridgeValueError
+
+            msg = f"take_batch: batch_size must be a positive number of rows; got {batch_size}"
+            raise BridgeValueError(msg, "pass e.g. take_batch(20)")
         block = self.limit(batch_size).to_arrow()
+        if block.num_rows == 0:
+            from bridge.errors import DatasetEmptyError
+
+            msg = f"take_batch({batch_size}): the Dataset has no rows"
+            raise DatasetEmptyError(msg, "check the source and any filters; take() returns [] instead of raising")
         return batch_mod.to_batch(block, fmt)
 
     def show(self, limit: int = 20) -> None:

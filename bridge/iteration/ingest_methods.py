@@ -82,6 +82,11 @@ class IngestMethods:
         """
         from bridge.iteration.splits import split_at_indices
 
+        if len(indices) == 0:
+            from bridge.errors import BridgeValueError
+
+            msg = "split_at_indices needs at least one row index; got []"
+            raise BridgeValueError(msg, "pass e.g. split_at_indices([100, 250]); for one part use materialize()")
         return split_at_indices(self, indices)  # type: ignore[arg-type]
 
     def split_proportionately(self, proportions: Sequence[float]) -> list[MaterializedDataset]:

@@ -91,7 +91,9 @@ class GlobalOpsMethods:
         from bridge.ops.shuffle import random_sample_transform
 
         if not 0.0 <= fraction <= 1.0:
-            raise BridgeError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
         transform = random_sample_transform(fraction, seed)
         return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined,no-any-return]
 
