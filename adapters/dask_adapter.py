@@ -245,11 +245,13 @@ class _BlockSlices:
     """
 
     def __init__(self, pieces: list[tuple[ray.ObjectRef, int, int]], offset: int, range_index: bool,
-                 arrow_strings: bool) -> None:
+                 arrow_strings: bool, nullable: frozenset[str] = frozenset()) -> None:
         self.pieces = pieces
         self.offset = offset
         self.range_index = range_index
         self.arrow_strings = arrow_strings
+        #: Columns with a masked dtype in every partition (nulls or NaN in some block).
+        self.nullable = nullable
 
     def __dask_tokenize__(self) -> Any:
         return ("raybridge-block-slices", [(r.hex(), s, n) for r, s, n in self.pieces], self.offset)
@@ -257,15 +259,16 @@ class _BlockSlices:
     def __reduce__(self) -> Any:
         address = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
         pieces = ray.cloudpickle.dumps(self.pieces)
-        return (_rebuild_slices, (address, pieces, self.offset, self.range_index, self.arrow_strings))
+        return (_rebuild_slices, (address, pieces, self.offset, self.range_index, self.arrow_strings,
+                                  self.nullable))
 
 
 def _rebuild_slices(address: str | None, pieces: bytes, offset: int, range_index: bool,
-                    arrow_strings: bool) -> _BlockSlices:
+                    arrow_strings: bool, nullable: frozenset[str] = frozenset()) -> _BlockSlices:
     if not ray.is_initialized():
         # A Dask worker outside Ray (distributed.Client): join the cluster that holds the blocks.
         ray.init(address=address, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    return _BlockSlices(ray.cloudpickle.loads(pieces), offset, range_index, arrow_strings)
+    return _BlockSlices(ray.cloudpickle.loads(pieces), offset, range_index, arrow_strings, nullable)
 
 
 def _load_partition(part: _BlockSlices) -> Any:
@@ -274,26 +277,23 @@ def _load_partition(part: _BlockSlices) -> Any:
     from bridge.block import concat_blocks
 
     tables = [t.slice(s, n) for t, (_, s, n) in zip(ray.get([r for r, _, _ in part.pieces]), part.pieces)]
-    df = _to_pandas(concat_blocks(tables), part.arrow_strings)
+    df = _to_pandas(concat_blocks(tables), part.arrow_strings, part.nullable)
     if part.range_index:
         df.index = pd.RangeIndex(part.offset, part.offset + len(df))
     return df
 
 
-def _to_pandas(table: pa.Table, arrow_strings: bool) -> Any:
-    """Strings become ``string[pyarrow]`` when Dask's string conversion is on (what Dask itself
-    would make of them); every other column converts as Arrow's ``to_pandas`` does, so lists
-    stay lists instead of going through Dask's object -> string conversion."""
-    if not arrow_strings:
-        return table.to_pandas()
+def _to_pandas(table: pa.Table, arrow_strings: bool, nullable: frozenset[str] = frozenset()) -> Any:
+    """One partition by the exact pandas rules of :mod:`bridge.pandas_types` (masked dtypes for the
+    ``nullable`` columns, ``ArrowDtype`` for nested ones, the Arrow schema in ``attrs``); strings
+    become ``string[pyarrow]`` when Dask's string conversion is on (what Dask itself would make
+    of them), so lists never go through Dask's object -> string conversion."""
     import pandas as pd
 
-    string_dtype = pd.StringDtype("pyarrow")
+    from bridge.pandas_types import block_to_pandas
 
-    def mapper(t: pa.DataType) -> Any:
-        return string_dtype if t in (pa.string(), pa.large_string()) else None
-
-    return table.to_pandas(types_mapper=mapper)
+    strings = pd.StringDtype("pyarrow") if arrow_strings else None
+    return block_to_pandas(table, nullable, schema_attr=True, strings=strings)
 
 
 def _index_columns(schema: pa.Schema) -> list[str]:
@@ -360,13 +360,19 @@ def dataset_to_dask(ds: Dataset, *, npartitions: int | None = None) -> Any:
 
     arrow_strings = pyarrow_strings_enabled()
     index = _index_columns(schema)
-    meta = _to_pandas(schema.empty_table(), arrow_strings)
-    parts = [_BlockSlices(p, s, not index, arrow_strings) for p, (s, _) in zip(pieces, ranges)]
+    from bridge.pandas_types import nullable_columns
+
+    nullable = frozenset(nullable_columns([r for r, _ in nonempty]))
+    meta = _to_pandas(schema.empty_table(), arrow_strings, nullable)
+    parts = [_BlockSlices(p, s, not index, arrow_strings, nullable) for p, (s, _) in zip(pieces, ranges)]
     divisions = _divisions(pieces, index, [s for s, _ in ranges], total) if total else None
     if not index:
         import pandas as pd
 
         meta.index = pd.RangeIndex(0, 0)
+    if not total:
+        # No rows: one empty partition that still has every column and dtype (and the schema in attrs).
+        return dd.from_pandas(meta, npartitions=1, sort=False)
     from dask.dataframe.dask_expr import new_collection
     from dask.dataframe.dask_expr._expr import ArrowStringConversion
 

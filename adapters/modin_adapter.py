@@ -66,10 +66,12 @@ def modin_to_dataset(mdf: Any) -> MaterializedDataset:
 
 
 @ray.remote
-def _block_to_pandas(block: pa.Table, start: int, range_index: bool) -> Any:
+def _block_to_pandas(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> Any:
     import pandas as pd
 
-    df = block.to_pandas()
+    from bridge.pandas_types import block_to_pandas
+
+    df = block_to_pandas(block, nullable, schema_attr=True)
     if range_index:
         df.index = pd.RangeIndex(start, start + len(df))
     return df
@@ -87,22 +89,29 @@ def dataset_to_modin(ds: Dataset) -> Any:
     blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
     schema = next((m.schema for _, m in blocks if m.schema is not None and m.num_rows), None)
     schema = schema or next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
-    meta = schema.empty_table().to_pandas()
     nonempty = [(r, m.num_rows) for r, m in blocks if m.num_rows]
+    from bridge.pandas_types import block_to_pandas, nullable_columns
+
+    # One dtype per column in every partition: masked where any block has nulls (or NaN).
+    nullable = frozenset(nullable_columns([r for r, _ in nonempty]))
+    meta = block_to_pandas(schema.empty_table(), nullable, schema_attr=True)
     index_cols = [c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)]
-    if not nonempty or _engine() != "Ray":
-        # Nothing to share (or no Ray engine): build it from one pandas frame.
-        if not nonempty:
-            return mpd.DataFrame(meta)
-        return mpd.DataFrame(ds.to_pandas())
+    if _engine() != "Ray":
+        # No Ray engine: build it from one pandas frame.
+        return mpd.DataFrame(ds.to_pandas() if nonempty else meta)
     from modin.distributed.dataframe.pandas import from_partitions
+
+    if not nonempty:
+        # No rows: one empty partition, so the schema in its attrs travels (Modin's own frame drops attrs).
+        return from_partitions([ray.put(meta)], axis=0, index=pd.RangeIndex(0, 0), columns=meta.columns,
+                               row_lengths=[0], column_widths=[len(meta.columns)])
 
     starts, total = [], 0
     for _, n in nonempty:
         starts.append(total)
         total += n
     range_index = not index_cols
-    refs = [_block_to_pandas.remote(r, s, range_index) for (r, _), s in zip(nonempty, starts)]
+    refs = [_block_to_pandas.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, starts)]
     index = pd.RangeIndex(0, total) if range_index else None
     try:
         return from_partitions(refs, axis=0, index=index, columns=meta.columns,

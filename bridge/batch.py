@@ -5,7 +5,10 @@ Formats:
     nulls are zero-copy views of the block.  Tensor columns are ``(rows, *shape)``
     arrays.  Columns with nulls become object arrays holding ``None`` so that no
     null turns into a number (ints never become floats).
-  * ``"pandas"``: a ``pandas.DataFrame`` (pandas imported only then).
+  * ``"pandas"``: a writable ``pandas.DataFrame`` (pandas imported only then) whose
+    values are exact: integers and bools with nulls get masked dtypes, floats
+    with nulls or NaN ``Float64``, nested columns ``ArrowDtype``, tensors one
+    ndarray per row (:mod:`bridge.pandas_types`).
   * ``"pyarrow"``: the ``pyarrow.Table`` itself.
 
 Going back (:func:`to_block`), a dict of arrays, a DataFrame, a Table or a
@@ -88,7 +91,42 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
             return out
     if pa.types.is_dictionary(t):
         col = col.cast(t.value_type) if not isinstance(col, pa.ChunkedArray) else pc.cast(col, t.value_type)
+    if pa.types.is_time64(t) and t.unit == "ns":
+        # datetime.time has no nanoseconds: the time since midnight as timedelta64[ns] instead.
+        ints = pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False) if not col.null_count else None
+        if ints is not None:
+            return ints.view("m8[ns]")
+        values = pc.cast(col, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).view("m8[ns]").copy()
+        values[col.is_null().to_numpy(zero_copy_only=False)] = np.timedelta64("NaT")
+        return values
+    if pa.types.is_struct(t) or pa.types.is_map(t):
+        out = np.empty(len(col), dtype=object)
+        out[:] = col.to_pylist()  # exact Python values (NumPy would make ints with nulls floats)
+        return out
+    if _is_list_like(t) and _inner_nulls(col):
+        # NumPy would turn an inner null of list<int> into NaN (and the ints into floats): rows
+        # become object arrays holding None instead, so nothing changes on the way back.
+        out = np.empty(len(col), dtype=object)
+        for i, row in enumerate(col.to_pylist()):
+            out[i] = None if row is None else np.array(row, dtype=object)
+        return out
     return col.to_numpy(zero_copy_only=False)
+
+
+def empty_array(t: pa.DataType) -> pa.Array:
+    """An array of no rows of any type, extension types included."""
+    if isinstance(t, pa.ExtensionType):
+        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
+    return pa.array([], type=t)
+
+
+def _is_list_like(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _inner_nulls(col: pa.ChunkedArray | pa.Array) -> bool:
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    return any(c.flatten().null_count for c in chunks)
 
 
 def to_numpy_batch(block: Block) -> dict[str, np.ndarray]:
@@ -96,12 +134,10 @@ def to_numpy_batch(block: Block) -> dict[str, np.ndarray]:
 
 
 def to_pandas_batch(block: Block) -> pandas.DataFrame:
-    if any(tensor.is_tensor(f.type) for f in block.schema):
-        import pandas as pd
+    """A block as a writable DataFrame whose values are exact (rules: :mod:`bridge.pandas_types`)."""
+    from bridge.pandas_types import block_to_pandas
 
-        return pd.DataFrame({name: list(column_to_numpy(block.column(name))) if tensor.is_tensor(
-            block.schema.field(name).type) else block.column(name).to_pandas() for name in block.column_names})
-    return block.to_pandas(split_blocks=True, self_destruct=False)
+    return block_to_pandas(block)
 
 
 def to_batch(block: Block, batch_format: str) -> Any:
@@ -132,7 +168,20 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
 
 def _object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     items = list(values)
+    if not items and like is not None:
+        return empty_array(like)
     first = next((v for v in items if v is not None), None)
+    if like is not None and isinstance(first, np.ndarray):
+        # Rows of an input list or tensor column: back to that very type where the rows fit it.
+        if tensor.is_fixed_tensor(like):
+            fixed = tensor.fixed_tensor_array_like(items, like)
+            if fixed is not None:
+                return fixed
+        elif _is_list_like(like) and all(v is None or (isinstance(v, np.ndarray) and v.ndim == 1) for v in items):
+            try:
+                return pa.array([None if v is None else v.tolist() for v in items], type=like)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+                pass
     if like is not None and not tensor.is_tensor(like) and not isinstance(first, np.ndarray):
         # Python objects (ints with None, Decimals, dicts...): the input column's type says what they were.
         try:
@@ -172,11 +221,19 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
     t = col.type
     if t == like:
         return col
+    if len(col) == 0 and not tensor.is_tensor(t):
+        return empty_array(like)  # nothing to convert: an empty column keeps the input's type
+    if pa.types.is_time(like) and pa.types.is_duration(t) and like.unit == t.unit:
+        # time64[ns] travels as timedelta64[ns] since midnight (datetime.time has no nanoseconds).
+        return pc.cast(pc.cast(col, pa.int64()), like)
     restorable = (
         (pa.types.is_timestamp(like) and pa.types.is_timestamp(t) and like.tz and not t.tz)
         or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t) and like.value_type in (t, pa.string()))
+        or (pa.types.is_dictionary(like) and pa.types.is_dictionary(t) and like.value_type == t.value_type)
+        or (pa.types.is_fixed_size_binary(like) and pa.types.is_binary(t))
         or (pa.types.is_decimal(like) and (pa.types.is_decimal(t) or pa.types.is_null(t)))
         or (pa.types.is_large_string(like) and pa.types.is_string(t))
+        or (pa.types.is_string(like) and pa.types.is_large_string(t))
         or (pa.types.is_large_binary(like) and pa.types.is_binary(t))
         or (pa.types.is_date(like) and (pa.types.is_timestamp(t) or pa.types.is_date(t)))
         or (pa.types.is_time(like) and pa.types.is_time(t))
@@ -219,7 +276,9 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
         return pa.Table.from_arrays(columns, names=[str(k) for k in names])
     mod = type(batch).__module__
     if mod.startswith("pandas") and hasattr(batch, "columns"):
-        return _restore_types(_pandas_to_block(batch), like)
+        from bridge.pandas_types import pandas_to_block
+
+        return _restore_types(pandas_to_block(batch, like), like)
     if hasattr(batch, "__arrow_c_stream__"):
         return normalize_types(pa.table(batch))
     msg = (
@@ -242,6 +301,9 @@ def _restore_types(block: Block, like: pa.Schema | None) -> Block:
         if field.name not in like.names:
             continue
         want = like.field(field.name).type
+        if block.num_rows == 0 and field.type != want:
+            block = block.set_column(i, field.name, empty_array(want))  # no values: the input's type
+            continue
         if field.type == want or tensor.is_tensor(want) or tensor.is_tensor(field.type):
             continue
         col = _restore_type(block.column(i), want)
@@ -255,18 +317,6 @@ def _restore_types(block: Block, like: pa.Schema | None) -> Block:
                 continue
         block = block.set_column(i, field.name, col)
     return block
-
-
-def _pandas_to_block(df: pandas.DataFrame) -> Block:
-    try:
-        return pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        # Object columns holding ndarrays: convert column by column.
-        return pa.Table.from_arrays(
-            [_object_column(df[c].to_numpy()) if df[c].dtype == object else pa.Array.from_pandas(df[c])
-             for c in df.columns],
-            names=[str(c) for c in df.columns],
-        )
 
 
 def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) -> Block:

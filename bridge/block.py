@@ -101,8 +101,16 @@ def _normalized(t: pa.DataType) -> pa.DataType:
         return pa.list_(t.value_field.with_type(_normalized(t.value_type)))
     if pa.types.is_large_list(t):
         return pa.large_list(t.value_field.with_type(_normalized(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_normalized(t.value_type)), t.list_size)
     if pa.types.is_struct(t):
         return pa.struct([t.field(i).with_type(_normalized(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_normalized(t.key_type)), t.item_field.with_type(_normalized(t.item_type)),
+                       keys_sorted=t.keys_sorted)
+    if pa.types.is_dictionary(t):
+        # polars' Categorical arrives as dictionary<string_view>.
+        return pa.dictionary(t.index_type, _normalized(t.value_type), t.ordered)
     return t
 
 

@@ -394,7 +394,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
         """All rows as a ``pandas.DataFrame`` (index restored when the source had one)."""
         ds = self.limit(limit) if limit is not None else self
-        return ds.to_arrow().to_pandas()
+        from bridge.pandas_types import block_to_pandas
+
+        return block_to_pandas(ds.to_arrow(), schema_attr=True)
 
     def take(self, n: int = 20) -> list[dict[str, Any]]:
         """The first ``n`` rows as dicts."""
@@ -597,7 +599,9 @@ def _first_schema(bundles: list[RefBundle]) -> pa.Schema | None:
 
 @ray.remote
 def _block_to_pandas(block: Block) -> Any:
-    return block.to_pandas()
+    from bridge.pandas_types import block_to_pandas
+
+    return block_to_pandas(block, schema_attr=True)
 
 
 @ray.remote

@@ -72,7 +72,31 @@ def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
     arr = np.ascontiguousarray(arr)
     if arr.dtype == np.bool_:
         arr = arr.astype(np.uint8)
+    if arr.shape[0] == 0:
+        t = pa.fixed_shape_tensor(pa.from_numpy_dtype(arr.dtype), list(arr.shape[1:]))
+        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
     return pa.FixedShapeTensorArray.from_numpy_ndarray(arr)
+
+
+def fixed_tensor_array_like(items: list[np.ndarray | None], like: pa.DataType) -> pa.ExtensionArray | None:
+    """Rows of ``like``'s shape (``None`` for a null row) -> an array of the fixed-shape tensor type ``like``.
+
+    ``None`` when a row has another shape (the caller falls back to a variable-shape tensor).
+    """
+    shape = tuple(like.shape)  # type: ignore[attr-defined]
+    value_type = like.value_type  # type: ignore[attr-defined]
+    if not all(a is None or (isinstance(a, np.ndarray) and a.shape == shape) for a in items):
+        return None
+    size = int(np.prod(shape)) if shape else 1
+    np_dtype = value_type.to_pandas_dtype()
+    flat = np.zeros((len(items), size), dtype=np_dtype)
+    for i, a in enumerate(items):
+        if a is not None:
+            flat[i] = a.reshape(-1)
+    values = pa.array(flat.reshape(-1), type=value_type)
+    mask = pa.array([a is None for a in items], pa.bool_())
+    storage = pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
+    return pa.ExtensionArray.from_storage(like, storage)
 
 
 def variable_tensor_array(arrays: list[np.ndarray | None]) -> pa.ExtensionArray:

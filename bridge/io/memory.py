@@ -174,8 +174,17 @@ def pandas_to_block(df: Any) -> Block:
     """One DataFrame -> one block, keeping a non-default index."""
     import pandas as pd
 
+    from bridge.pandas_types import schema_of
+
     idx = df.index
     default = isinstance(idx, pd.RangeIndex) and idx.name is None
+    like = schema_of(df)
+    if like is not None:
+        # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
+        from bridge.batch import _restore_types
+        from bridge.pandas_types import pandas_to_block as exact_block
+
+        return _restore_types(exact_block(df, like, preserve_index=not default), like)
     try:
         return pa.Table.from_pandas(df, preserve_index=not default)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:

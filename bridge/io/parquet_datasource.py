@@ -80,7 +80,7 @@ class ParquetDatasource(Datasource):
         self.override_num_blocks = override_num_blocks
         self.limit: int | None = None
         self.dataset = _open_dataset([f.path for f in files], self.filesystem, partitioning, schema)
-        if schema is None and len(files) > 1:
+        if schema is None:
             self.dataset = _with_unified_schema(self.dataset)
         self.schema = self.dataset.schema
         self.columns = None if columns is None else list(columns)
@@ -174,7 +174,10 @@ def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
     """
     fragments = list(dataset.get_fragments())
     if len(fragments) <= 1:
-        return dataset
+        restored = _seconds_restored(dataset.schema, fragments[0] if fragments else None)
+        if restored is dataset.schema:
+            return dataset
+        return pds.FileSystemDataset(fragments, restored, dataset.format, dataset.filesystem)
 
     def read(frag: Any) -> pa.Schema:
         try:
@@ -187,7 +190,7 @@ def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(fragments))) as pool:
             schemas = list(pool.map(read, fragments))
-    unified = unify_file_schemas([f.path for f in fragments], schemas)
+    unified = _seconds_restored(unify_file_schemas([f.path for f in fragments], schemas), fragments[0])
     # Hive partition keys are columns of the dataset, not of any file: keep them, last.
     partition_keys = [f for f in dataset.schema if f.name not in unified.names]
     for field in partition_keys:
@@ -196,6 +199,40 @@ def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
         return dataset
     # The same fragments (footers already read), viewed through the unified schema.
     return pds.FileSystemDataset(fragments, unified, dataset.format, dataset.filesystem)
+
+
+def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
+    """``timestamp[s]`` columns again where the writer's Arrow schema says so.
+
+    Parquet has no seconds unit, so pyarrow stores ``timestamp[s]`` as milliseconds;
+    the Arrow schema it keeps in the file (``ARROW:schema``) still names the unit, and
+    those milliseconds are whole seconds, so reading them back as seconds is exact.
+    """
+    if fragment is None or not any(pa.types.is_timestamp(f.type) and f.type.unit == "ms" for f in schema):
+        return schema
+    try:
+        raw = (fragment.metadata.metadata or {}).get(b"ARROW:schema")
+    except (AttributeError, OSError, pa.ArrowInvalid):
+        return schema
+    if not raw:
+        return schema
+    try:
+        import base64
+
+        original = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
+    except (ValueError, pa.ArrowInvalid):
+        return schema
+    fields = list(schema)
+    changed = False
+    for i, field in enumerate(fields):
+        if field.name not in original.names:
+            continue
+        was = original.field(field.name).type
+        if (pa.types.is_timestamp(was) and was.unit == "s" and pa.types.is_timestamp(field.type)
+                and field.type.unit == "ms" and was.tz == field.type.tz):
+            fields[i] = field.with_type(was)
+            changed = True
+    return pa.schema(fields, metadata=schema.metadata) if changed else schema
 
 
 def _unreadable(path: str, err: BaseException) -> FileReadError:

@@ -1,0 +1,238 @@
+"""Arrow blocks <-> pandas frames without changing a value: one rule for every pandas-like target.
+
+Used by pandas batches (``map_batches(..., batch_format="pandas")``,
+``iter_batches(batch_format="pandas")``), ``Dataset.to_pandas()`` and the Dask,
+Modin and Xorbits adapters, so a round trip through any of them is exact.
+
+=================================================  ==========================================================
+Arrow column                                       pandas column
+=================================================  ==========================================================
+int / uint, bool, float without nulls or NaN       NumPy dtype (``int64``, ``uint8``, ``bool``, ``float32``...)
+int / uint, bool with nulls                        masked dtype (``Int64``, ``UInt8``, ``boolean``): null is
+                                                   ``pd.NA``, a value above 2**53 stays exact
+float32 / float64 with nulls or NaN                masked ``Float32`` / ``Float64``: NaN and ``pd.NA`` stay
+                                                   two different things
+float16 with nulls or NaN                          ``ArrowDtype(halffloat)`` (pandas has no masked float16)
+list, large_list, fixed_size_list, struct, map,    ``ArrowDtype`` (the Arrow values themselves: inner nulls,
+time32 / time64, list views                        fixed sizes, key order and nanoseconds kept)
+fixed- / variable-shape tensor                     object column of one ndarray per row, shape kept
+everything else                                    Arrow's ``to_pandas`` (timestamps with unit and zone,
+                                                   Categorical, Decimal, date, bytes, str objects)
+=================================================  ==========================================================
+
+Back (:func:`pandas_to_block`) pandas' own convention holds for NumPy float
+columns (NaN is missing, as ``pyarrow.Table.from_pandas`` reads it); a masked
+or ``ArrowDtype`` column converts exactly; an object column of ndarrays whose
+input column was a tensor becomes that tensor type again; and with the input
+schema (``like``) types NumPy cannot carry are restored (see
+:func:`bridge.batch.to_block`).
+
+The choice is made per column from the values of the block at hand
+(``nullable=None``) or, for targets whose partitions must share one dtype per
+column (Dask, Modin), from a set of column names computed over all blocks
+(:func:`needs_nullable`).
+
+Example:
+    >>> import pyarrow as pa
+    >>> df = block_to_pandas(pa.table({"x": pa.array([2**53 + 1, None])}))
+    >>> str(df["x"].dtype), df["x"].iloc[0]
+    ('Int64', np.int64(9007199254740993))
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import ray
+
+from bridge import tensor
+from bridge.block import Block
+
+if TYPE_CHECKING:
+    import pandas
+
+
+def _arrow_backed(t: pa.DataType) -> bool:
+    """Types whose NumPy/Python form would lose something: they stay Arrow values inside pandas."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_time(t)
+            or getattr(pa.types, "is_list_view", lambda _: False)(t)
+            or getattr(pa.types, "is_large_list_view", lambda _: False)(t)) and not tensor.is_tensor(t)
+
+
+def _maskable(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_floating(t)
+
+
+def _has_nan(col: pa.ChunkedArray | pa.Array) -> bool:
+    return bool(pa.types.is_floating(col.type) and len(col) and pc.any(pc.is_nan(col)).as_py())
+
+
+def column_needs_nullable(col: pa.ChunkedArray | pa.Array) -> bool:
+    """A numeric or bool column that a NumPy dtype cannot hold exactly: it has nulls (or NaN, for floats)."""
+    return _maskable(col.type) and (col.null_count > 0 or _has_nan(col))
+
+
+def needs_nullable(block: Block) -> set[str]:
+    """The names of ``block``'s columns that need a masked pandas dtype (see the module docstring)."""
+    return {name for name, col in zip(block.column_names, block.columns) if column_needs_nullable(col)}
+
+
+def _masked_dtype(t: pa.DataType) -> Any:
+    import pandas as pd
+
+    if pa.types.is_boolean(t):
+        return pd.BooleanDtype()
+    if pa.types.is_float16(t):
+        return pd.ArrowDtype(t)
+    if pa.types.is_floating(t):
+        return pd.Float32Dtype() if pa.types.is_float32(t) else pd.Float64Dtype()
+    prefix = "UInt" if pa.types.is_unsigned_integer(t) else "Int"
+    return pd.api.types.pandas_dtype(f"{prefix}{t.bit_width}")
+
+
+def _convert_column(col: pa.ChunkedArray, nullable: bool) -> Any:
+    import pandas as pd
+
+    t = col.type
+    if tensor.is_tensor(t):
+        from bridge.batch import column_to_numpy
+
+        return pd.Series(list(column_to_numpy(col)), dtype=object)
+    if _arrow_backed(t):
+        return pd.Series(pd.arrays.ArrowExtensionArray(col))
+    if nullable and _maskable(t):
+        dtype = _masked_dtype(t)
+        if isinstance(dtype, pd.ArrowDtype):
+            return pd.Series(pd.arrays.ArrowExtensionArray(col))
+        return pd.Series(dtype.__from_arrow__(col))
+    return None
+
+
+#: ``DataFrame.attrs`` key holding the Arrow schema a frame was made from: ``from_pandas`` of such
+#: a frame restores the types pandas cannot name (dictionary index width, decimal precision,
+#: large strings, a fixed-shape tensor with a null row).
+SCHEMA_ATTR = "raybridge.arrow_schema"
+
+
+def block_to_pandas(block: Block, nullable: Collection[str] | None = None, *, schema_attr: bool = False,
+                    strings: Any = None) -> pandas.DataFrame:
+    """One block -> one DataFrame by the rules of the module docstring.
+
+    ``nullable``: the columns to give masked dtypes; ``None`` decides from this block's values.
+    ``schema_attr``: keep the block's schema in ``df.attrs`` (see :data:`SCHEMA_ATTR`).
+    ``strings``: a pandas dtype for string columns (Dask's ``string[pyarrow]``); ``None``: objects.
+    A block with pandas metadata (from ``from_pandas``) gets its index back.
+    """
+    df = _block_to_pandas(block, nullable, strings)
+    if schema_attr:
+        # As text (base64 of the IPC schema): pandas copies attrs and pyarrow stores them as JSON.
+        df.attrs[SCHEMA_ATTR] = base64.b64encode(block.schema.serialize().to_pybytes()).decode("ascii")
+    return df
+
+
+def schema_of(df: Any) -> pa.Schema | None:
+    """The Arrow schema a frame was made from (:data:`SCHEMA_ATTR`), if it still carries it."""
+    text = getattr(df, "attrs", {}).get(SCHEMA_ATTR)
+    if not isinstance(text, str):
+        return None
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+    except (ValueError, pa.ArrowInvalid):
+        return None
+
+
+def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: Any) -> pandas.DataFrame:
+    import pandas as pd
+
+    mapper = None
+    if strings is not None:
+        def mapper(t: pa.DataType) -> Any:
+            return strings if t in (pa.string(), pa.large_string()) else None
+
+    special: dict[str, Any] = {}
+    for name, col in zip(block.column_names, block.columns):
+        wants_mask = column_needs_nullable(col) if nullable is None else name in nullable
+        if tensor.is_tensor(col.type) or _arrow_backed(col.type) or (wants_mask and _maskable(col.type)):
+            special[name] = _convert_column(col, wants_mask)
+    # Consolidated (not split_blocks): Arrow copies into pandas' own blocks, so the frame is
+    # writable and in-place pandas code (``df["x"] += 1``) works.
+    if not special:
+        return block.to_pandas(types_mapper=mapper)
+    if len(set(block.column_names)) != block.num_columns:
+        from bridge.errors import BridgeError
+
+        dupes = sorted({c for c in block.column_names if block.column_names.count(c) > 1})
+        raise BridgeError(f"cannot make a pandas DataFrame: duplicate column names {dupes}",
+                          "rename the columns first (ds.rename_columns({...}))")
+    plain = [n for n in block.column_names if n not in special]
+    base = block.select(plain).to_pandas(types_mapper=mapper) if plain else None
+    index = base.index if base is not None else pd.RangeIndex(block.num_rows)
+    cols: dict[str, Any] = {}
+    for name in block.column_names:
+        if name in special:
+            s = special[name]
+            s.index = index
+            cols[name] = s
+        elif base is not None and name in base.columns:
+            cols[name] = base[name]
+        # else: an index column (pandas metadata) that became ``base``'s index
+    return pd.DataFrame(cols, index=index, copy=False)
+
+
+def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, preserve_index: bool = False) -> Block:
+    """One DataFrame -> one block (the reverse of :func:`block_to_pandas`; see the module docstring)."""
+    from bridge.batch import _object_column
+
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        from bridge.errors import BridgeError
+
+        dupes = sorted({c for c in names if names.count(c) > 1})
+        raise BridgeError(f"the DataFrame has duplicate column names {dupes}",
+                          "give every column its own name (df.columns = [...]) before converting")
+    like_types = {f.name: f.type for f in like} if like is not None else {}
+    fixed: dict[str, pa.Array] = {}
+    for i, name in enumerate(names):
+        if df.dtypes.iloc[i] != np.dtype(object):  # ArrowDtype, masked and NumPy columns convert exactly
+            continue
+        values = df.iloc[:, i].to_numpy()
+        first = next((v for v in values if v is not None), None)
+        if isinstance(first, np.ndarray):
+            # One ndarray per row: the input's tensor or list type again where the rows fit it.
+            fixed[name] = _object_column(values, like_types.get(name))
+    if not fixed:
+        try:
+            return pa.Table.from_pandas(df, preserve_index=preserve_index)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass
+    arrays = []
+    for i, name in enumerate(names):
+        if name in fixed:
+            arrays.append(fixed[name])
+        else:
+            s = df.iloc[:, i]
+            arrays.append(pa.Array.from_pandas(s) if s.dtype != np.dtype(object)
+                          else _object_column(s.to_numpy(), like_types.get(name)))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def nullable_columns(refs: list[Any]) -> set[str]:
+    """The columns needing a masked dtype in any of the blocks behind ``refs`` (one small task per block).
+
+    For targets whose partitions must agree on one dtype per column (Dask, Modin).
+    """
+    found: set[str] = set()
+    for names in ray.get([_needs_nullable_task.remote(r) for r in refs]):
+        found |= names
+    return found
+
+
+@ray.remote
+def _needs_nullable_task(block: Block) -> set[str]:
+    return needs_nullable(block)

@@ -1,0 +1,192 @@
+"""The fidelity matrix: every type (tests/fidelity_data.py) x variant x path is EXACT, CONVERTED or REFUSED.
+
+A path takes the variant's whole table (one column per type) through a
+round trip and back to Arrow; each column is one cell.  A cell's expected
+outcome is written in ``EXPECTED`` below (default: EXACT):
+
+* EXACT     -- same Arrow type, same values (NaN == NaN), same row count;
+* CONVERTED -- the type changed by a written rule *and* a warning naming the column said so;
+* REFUSED   -- the path raised an error naming the column;
+* a known gap is ``XFAIL(reason)``: a strict xfail, so fixing it makes the test fail until the table says so.
+
+A cell that is none of these fails: that is a silent change.  The Dataset's own
+storage rule (view types -> plain types, ``bridge.block.normalize_types``) is
+applied to the input first: it is what every path starts from.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.block import normalize_types
+from tests.fidelity_data import TYPE_NAMES, VARIANTS, table
+
+EXACT = "EXACT"
+
+
+class XFAIL:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _arrow(ds: bridge.Dataset) -> pa.Table:
+    return ds.to_arrow()
+
+
+def _pandas_roundtrip(t: pa.Table) -> pa.Table:
+    return bridge.from_pandas(bridge.from_arrow(t).to_pandas()).to_arrow()
+
+
+def _dask_roundtrip(t: pa.Table) -> pa.Table:
+    pytest.importorskip("dask.dataframe")
+    return bridge.from_dask(bridge.from_arrow(t).to_dask()).to_arrow()
+
+
+def _modin_roundtrip(t: pa.Table) -> pa.Table:
+    pytest.importorskip("modin")
+    return bridge.from_modin(bridge.from_arrow(t).to_modin()).to_arrow()
+
+
+def _parquet_roundtrip(t: pa.Table, tmp: Any) -> pa.Table:
+    bridge.from_arrow(t).write_parquet(str(tmp))
+    return bridge.read_parquet(str(tmp)).to_arrow()
+
+
+def _capsule_roundtrip(t: pa.Table) -> pa.Table:
+    ds = bridge.from_arrow(t)
+    return bridge.from_arrow(pa.RecordBatchReader.from_stream(ds)).to_arrow()
+
+
+PATHS: dict[str, Callable[..., pa.Table]] = {
+    "arrow": lambda t, _tmp: _arrow(bridge.from_arrow(t)),
+    "capsule": lambda t, _tmp: _capsule_roundtrip(t),
+    "numpy_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda b: b)),
+    "pandas_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda df: df, batch_format="pandas")),
+    "pyarrow_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda b: b, batch_format="pyarrow")),
+    "pandas": lambda t, _tmp: _pandas_roundtrip(t),
+    "dask": lambda t, _tmp: _dask_roundtrip(t),
+    "modin": lambda t, _tmp: _modin_roundtrip(t),
+    "parquet": _parquet_roundtrip,
+}
+
+#: (path, type name, variant or "*") -> "CONVERTED", "REFUSED" or XFAIL(reason).  Anything not listed is
+#: EXACT -- today every cell of these paths is (9 paths x 38 types x 3 variants).
+EXPECTED: dict[tuple[str, str, str], Any] = {}
+
+_results: dict[tuple[str, str], tuple[pa.Table | None, dict[str, BaseException], list[str]]] = {}
+
+
+def _run(path: str, variant: str, tmp_factory: Any) -> tuple[pa.Table | None, dict[str, BaseException], list[str]]:
+    """The path over the variant's table (once per module); on an error, column by column."""
+    key = (path, variant)
+    if key in _results:
+        return _results[key]
+    src = table(variant)
+    messages: list[str] = []
+    errors: dict[str, BaseException] = {}
+    out: pa.Table | None = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = PATHS[path](src, tmp_factory.mktemp(f"{path}-{variant}"))
+        except Exception:  # noqa: BLE001 - retried per column to find the cells that fail
+            cols = []
+            for name in src.column_names:
+                try:
+                    cols.append(PATHS[path](src.select([name]), tmp_factory.mktemp(f"{path}-{variant}-c")))
+                except Exception as err:  # noqa: BLE001 - the cell's outcome
+                    errors[name] = err
+            # The columns that made it, side by side (each run has the variant's row count).
+            out = pa.Table.from_arrays([c.column(0) for c in cols], names=[c.column_names[0] for c in cols]) \
+                if cols else None
+        messages = [str(w.message) for w in caught]
+    _results[key] = (out, errors, messages)
+    return _results[key]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b) and type(a) is type(b) or (a is None and b is None)
+
+
+def _values(col: pa.ChunkedArray) -> list:
+    if isinstance(col.type, pa.ExtensionType):
+        col = pa.chunked_array([c.storage for c in col.chunks], type=col.type.storage_type)
+    return col.to_pylist()
+
+
+def _expected(path: str, type_name: str, variant: str) -> Any:
+    return EXPECTED.get((path, type_name, variant), EXPECTED.get((path, type_name, "*"), EXACT))
+
+
+def _cells() -> list[Any]:
+    cells = []
+    for path in PATHS:
+        for type_name in TYPE_NAMES:
+            for variant in VARIANTS:
+                expected = _expected(path, type_name, variant)
+                marks = [pytest.mark.xfail(strict=True, reason=expected.reason)] if isinstance(expected, XFAIL) else []
+                cells.append(pytest.param(path, type_name, variant, marks=marks, id=f"{path}-{type_name}-{variant}"))
+    return cells
+
+
+@pytest.mark.parametrize(("path", "type_name", "variant"), _cells())
+def test_fidelity_cell(path: str, type_name: str, variant: str, tmp_path_factory: Any) -> None:
+    expected = _expected(path, type_name, variant)
+    out, errors, messages = _run(path, variant, tmp_path_factory)
+    want = normalize_types(table(variant).select([type_name])).column(0)
+    if expected == "REFUSED":
+        assert type_name in errors and type_name in str(errors[type_name]), errors.get(type_name)
+        return
+    assert type_name not in errors, f"{path} raised on {type_name}: {errors[type_name]!r}"
+    assert out is not None and type_name in out.column_names, f"{path} lost the column {type_name}"
+    got = out.column(type_name)
+    if expected == EXACT:
+        assert got.type == want.type, f"{path}: {type_name} came back as {got.type}, not {want.type}"
+        assert len(got) == len(want)
+        assert _same(_values(got), _values(want)), f"{path}: {type_name} values changed"
+        return
+    # CONVERTED: a warning naming the column must have said so.
+    assert any(type_name in m for m in messages), f"{path}: {type_name} became {got.type} without a warning"
+
+
+def test_pandas_batch_keeps_int64_above_2p53_with_nulls_and_nan_apart_from_null():
+    t = pa.table({"x": pa.array([2**53 + 1, None]), "f": pa.array([float("nan"), None])})
+
+    def look(df: Any) -> Any:
+        df["dtypes"] = f"{df['x'].dtype}/{df['f'].dtype}"  # what the user's function saw (runs in a task)
+        return df
+
+    out = bridge.from_arrow(t).map_batches(look, batch_format="pandas").to_arrow()
+    assert out.column("x").to_pylist() == [2**53 + 1, None] and out.schema.field("x").type == pa.int64()
+    f = out.column("f").to_pylist()
+    assert math.isnan(f[0]) and f[1] is None
+    assert out.column("dtypes").to_pylist() == ["Int64/Float64"] * 2
+
+
+def test_pandas_batches_are_writable_in_place():
+    def bump(df: Any) -> Any:
+        df["id"] += 1
+        return df
+
+    assert bridge.range(3).map_batches(bump, batch_format="pandas").take_all() == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+
+def test_polars_categorical_through_from_any_then_map():
+    pl = pytest.importorskip("polars")
+    df = pl.DataFrame({"c": ["x", "y", None, "x"]}, schema={"c": pl.Categorical})
+    out = bridge.from_any(df).map_batches(lambda b: b, batch_format="pandas").to_arrow()
+    assert out.column("c").to_pylist() == ["x", "y", None, "x"]
+    assert pa.types.is_dictionary(out.schema.field("c").type)
