@@ -109,24 +109,28 @@ class IngestMethods:
 
         return train_test_split(self, test_size, shuffle=shuffle, seed=seed)  # type: ignore[arg-type]
 
-    def streaming_split(self, n: int, *, equal: bool = True, stall_timeout_s: float | None = None
-                        ) -> list[DataSplitIterator]:
+    def streaming_split(self, n: int, *, equal: bool = True, drop_last: bool = False,
+                        stall_timeout_s: float | None = None) -> list[DataSplitIterator]:
         """``n`` iterators fed by one streaming execution, each usable from another actor or process.
 
         With ``equal=True`` every split gets the same number of rows (and so of
-        batches) every epoch; fewer than ``n`` rows may be dropped.  A split that
-        stops reading makes the others raise ``StallError`` naming it after
+        batches) every epoch: a remainder is padded by repeating rows from the
+        start of the epoch (as ``DistributedSampler`` does), or dropped with
+        ``drop_last=True``; a warning and ``split.stats()`` say how many.
+        ``equal=False`` deals every row exactly once, in uneven shares.  A split
+        that stops reading makes the others raise ``StallError`` naming it after
         ``stall_timeout_s`` (default ``DataContext.stall_timeout_s``).
 
         Example:
             >>> import bridge
             >>> a, b = bridge.range(11).streaming_split(2)
             >>> sum(len(x["id"]) for x in a.iter_batches()), sum(len(x["id"]) for x in b.iter_batches())  # doctest: +SKIP
-            (5, 5)
+            (6, 6)
         """
         from bridge.iteration.streaming_split import streaming_split
 
-        return streaming_split(self, n, equal=equal, stall_timeout_s=stall_timeout_s)  # type: ignore[arg-type]
+        return streaming_split(self, n, equal=equal, drop_last=drop_last,  # type: ignore[arg-type]
+                               stall_timeout_s=stall_timeout_s)
 
     # ------------------------------------------------------------------ exporters
     def iter_torch_batches(
