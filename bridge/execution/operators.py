@@ -69,6 +69,18 @@ class PhysicalOp:
     def on_ready(self, ref: ray.ObjectRef) -> None:
         raise NotImplementedError
 
+    def task_refs(self, ref: ray.ObjectRef) -> list[ray.ObjectRef]:
+        """Every return of the running task that ``ref`` (one of ``waitables()``) belongs to.
+
+        Operators keep their tasks as ``_running: {waited ref: (..., other refs, ...)}``.
+        """
+        entry = getattr(self, "_running", {}).get(ref, ())
+        return [ref, *(x for x in entry if isinstance(x, ray.ObjectRef))]
+
+    def running_refs(self) -> list[ray.ObjectRef]:
+        """Every return of every task in flight: what an aborted execution leaves unread."""
+        return [r for w in self.waitables() for r in self.task_refs(w)]
+
     def num_running(self) -> int:
         return 0
 

@@ -9,10 +9,12 @@ instead of filling the object store.
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterable, Iterator
 
 import ray
 
@@ -23,6 +25,41 @@ from bridge.execution.progress import ProgressBars
 from bridge.execution.stats import DatasetStats
 
 _DONE = object()
+_STOPPED = object()  # the execution was stopped from outside (the consumer closed or was interrupted)
+#: Executions not yet shut down: stopped at interpreter exit, before Ray's own shutdown runs.
+_LIVE: weakref.WeakSet[StreamingExecutor] = weakref.WeakSet()
+
+
+class ExecutionStopped(Exception):
+    """Raised to a reader still waiting on an execution that was stopped (its consumer went away)."""
+
+
+def collect_quietly(refs: Iterable[ray.ObjectRef]) -> None:
+    """Mark the results of abandoned tasks as seen, so that Ray does not log their errors.
+
+    Ray prints "Unhandled error" with the worker's traceback for every task error
+    whose ref is dropped unread: after the first failure, the sibling tasks (and
+    the other return of the failed one) would each print one, burying the one
+    error the user is shown.  ``ray.wait`` with ``fetch_local`` marks a finished
+    result as read; tasks still running (being cancelled) are waited for on a
+    daemon thread.
+    """
+    pending = list(dict.fromkeys(refs))
+    if not pending:
+        return
+    try:
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+    except Exception:  # noqa: BLE001 - Ray shutting down: nothing left to log either
+        return
+    if pending:
+        threading.Thread(target=_wait_quietly, args=(pending,), name="raybridge-reaper", daemon=True).start()
+
+
+def _wait_quietly(refs: list[ray.ObjectRef]) -> None:
+    try:
+        ray.wait(refs, num_returns=len(refs), timeout=60)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def unwrap_error(err: BaseException) -> BaseException:
@@ -62,6 +99,11 @@ class StreamingExecutor:
         self._thread: threading.Thread | None = None
         self.budget = ctx.bytes_in_flight_budget()
         self._bars = ProgressBars(ops, ctx.enable_progress_bars)
+        self._shutdown_lock = threading.Lock()
+        self._is_shut_down = False
+        #: All returns of the task whose ``on_ready`` is running (collected if it raises).
+        self._failing: list[ray.ObjectRef] = []
+        _LIVE.add(self)
 
     # ------------------------------------------------------------------ consumer side
     def start(self) -> StreamingExecutor:
@@ -69,8 +111,15 @@ class StreamingExecutor:
         self._thread.start()
         return self
 
-    def iter_bundles(self) -> Iterator[RefBundle]:
-        """Output bundles in order; raises the first error of any task."""
+    def iter_bundles(self) -> BundleStream:
+        """Output bundles in order; raises the first error of any task.
+
+        ``close()`` on the stream stops the execution from any thread, also while
+        another thread waits in ``next()`` on it.
+        """
+        return BundleStream(self)
+
+    def _iter_bundles(self) -> Iterator[RefBundle]:
         if self._thread is None:
             self.start()
         try:
@@ -80,6 +129,8 @@ class StreamingExecutor:
                 self.stats.iter_wait_s += time.perf_counter() - t0
                 if item is _DONE:
                     return
+                if item is _STOPPED:
+                    raise ExecutionStopped("the execution was stopped before its end")
                 if isinstance(item, BaseException):
                     raise item
                 assert isinstance(item, RefBundle)
@@ -90,28 +141,44 @@ class StreamingExecutor:
         finally:
             self.shutdown()
 
-    def shutdown(self) -> None:
+    def request_stop(self) -> None:
+        """Ask the loop to stop; returns at once and takes no lock (safe in a signal handler)."""
         self._stop.set()
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
-        for op in self.ops:
-            op.shutdown()
-        self._bars.close()
-        if self.stats.end is None:
-            self.stats.end = time.time()
+
+    def shutdown(self) -> None:
+        """Stop the loop, cancel running tasks, release actors, close progress bars; idempotent, any thread."""
+        self.request_stop()
+        with self._shutdown_lock:
+            if self._is_shut_down:
+                return
+            self._is_shut_down = True
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join(timeout=10)
+            refs = [r for op in self.ops for r in op.running_refs()]
+            for op in self.ops:
+                op.shutdown()
+            collect_quietly(refs)
+            self._bars.close()
+            if self.stats.end is None:
+                self.stats.end = time.time()
+            _LIVE.discard(self)
 
     # ------------------------------------------------------------------ the loop
     def _run(self) -> None:
         try:
+            finished = False
             while not self._stop.is_set():
                 if self._step():
+                    finished = True
                     break
-            self._out.put(_DONE)
+            self._out.put(_DONE if finished else _STOPPED)
         except BaseException as err:  # noqa: BLE001 - everything goes to the consumer
             self._out.put(unwrap_error(err))
+            refs = self._failing + [r for op in self.ops for r in op.running_refs()]
             for op in self.ops:
                 op.abort()
+            collect_quietly(refs)
         finally:
             self.stats.end = time.time()
 
@@ -136,7 +203,9 @@ class StreamingExecutor:
                 more, _ = ray.wait(waitables, num_returns=len(waitables), timeout=0, fetch_local=False)
                 owners = {w: op for op in self.ops for w in op.waitables()}
                 for ref in set(ready) | set(more):
+                    self._failing = owners[ref].task_refs(ref)
                     owners[ref].on_ready(ref)
+                self._failing = []
         else:
             self._wake.wait(0.05)
             self._wake.clear()
@@ -178,3 +247,31 @@ class StreamingExecutor:
                 elif self._out_bytes > self.budget:
                     break
                 op.dispatch()
+
+
+class BundleStream(Iterator[RefBundle]):
+    """The output of one execution; ``close()`` stops it at once, from any thread."""
+
+    def __init__(self, executor: StreamingExecutor) -> None:
+        self._executor = executor
+        self._gen = executor._iter_bundles()
+
+    def __next__(self) -> RefBundle:
+        return next(self._gen)
+
+    def request_stop(self) -> None:
+        """Ask the execution to stop without waiting (for a signal handler); ``close()`` finishes the job."""
+        self._executor.request_stop()
+
+    def close(self) -> None:
+        self._executor.shutdown()
+
+
+@atexit.register
+def _shutdown_live_executors() -> None:
+    # Registered after Ray's own atexit hook, so it runs first: executors stop while Ray still works.
+    for executor in list(_LIVE):
+        try:
+            executor.shutdown()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass

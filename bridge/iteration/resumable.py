@@ -29,6 +29,7 @@ import secrets
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from bridge.iteration import interrupt
 from bridge.iteration.epochs import EPOCH_SEED_ATTR, epoch_seed
 
 if TYPE_CHECKING:
@@ -107,6 +108,10 @@ class BatchIterator(Iterator[Any]):
         #: End the epoch's row stream at this position (a rank's share; set by exporters).
         self.stop_row: int | None = None
         self._gen: Iterator[tuple[int, Any]] | None = None
+        #: The execution's output stream; its ``close()`` stops the execution from any thread.
+        self._stream: Any = None
+        #: Ctrl-C while this iterator waits in ``next()`` on the main thread stops its execution.
+        self._sigint = False
         #: The pass ended (exhausted or closed): the next ``iter()`` starts a new one.
         self._ended = False
 
@@ -134,6 +139,8 @@ class BatchIterator(Iterator[Any]):
         this_epoch = epoch_seed(self.seed, self.epoch)
         setattr(ctx, EPOCH_SEED_ATTR, this_epoch)
         bundles, stats = self._ds._execute(ctx)
+        self._stream = bundles
+        self._sigint = interrupt.install() and hasattr(bundles, "request_stop")
         shuffle_seed = self._fixed_shuffle_seed if self._fixed_shuffle_seed is not None else this_epoch
         return iter_counted_batches(bundles, local_shuffle_seed=shuffle_seed, stats=stats,
                                     skip_rows=self.rows_consumed, stop_row=self.stop_row, **self._kw)  # type: ignore[arg-type]
@@ -150,27 +157,47 @@ class BatchIterator(Iterator[Any]):
     def __next__(self) -> Any:
         if self._gen is None:
             self._gen = self._start()
+        if self._sigint:
+            interrupt.waiting = self._stream.request_stop
         try:
             rows, batch = next(self._gen)
         except StopIteration:
             self._ended = True
             raise
+        except BaseException:
+            # KeyboardInterrupt or an error: the pass is over, so stop the executor, its
+            # tasks and actors now rather than when the iterator is garbage-collected.
+            self.close()
+            raise
+        finally:
+            if self._sigint:
+                interrupt.waiting = None
         self.rows_consumed += rows
         return batch
 
     def close(self) -> None:
-        """Stop the execution behind this iterator early."""
-        gen, self._gen = self._gen, None
-        close = getattr(gen, "close", None)
-        if close is not None:
-            close()
+        """Stop the execution behind this iterator early.
+
+        A ``for`` loop does not close its iterator when the loop body raises; the
+        iterator closes itself when it is dropped, or call this.
+        """
+        self._stop_execution()
         self._gen = iter(())
         self._ended = True
 
+    def _stop_execution(self) -> None:
+        # The executor first: the thread that prepares batches may be waiting on it,
+        # and closing the batch generator waits for that thread.
+        stream, self._stream = self._stream, None
+        gen, self._gen = self._gen, None
+        self._sigint = False
+        for closeable in (stream, gen):
+            close = getattr(closeable, "close", None)
+            if close is not None:
+                close()
+
     def __del__(self) -> None:
         try:
-            gen = self._gen
-            if gen is not None and hasattr(gen, "close"):
-                gen.close()
+            self._stop_execution()
         except Exception:  # noqa: BLE001 - best effort at interpreter shutdown
             pass
