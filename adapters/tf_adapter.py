@@ -209,6 +209,65 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     return tf.data.Dataset.from_generator(elements, output_signature=signature).rebatch(batch_size)
 
 
+def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
+    """Block -> ``{column: tf.Tensor}`` (a ``tf.RaggedTensor`` for list columns): ``iter_tf_batches``' format.
+
+    ``dtypes``: one ``tf.DType`` for every column or ``{column: tf.DType}``; the
+    columns are cast after the rules of the module docstring.
+    """
+    tf = _tf()
+
+    def fmt(block: pa.Table) -> dict[str, Any]:
+        out = {}
+        for name in block.column_names:
+            spec = spec_for(tf, name, block.schema.field(name).type)
+            value = _to_tf_value(tf, block, name, spec, fill_nulls)
+            tensor = value if isinstance(value, tf.RaggedTensor) else tf.convert_to_tensor(value, dtype=spec.dtype)
+            want = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+            out[name] = tf.cast(tensor, want) if want is not None else tensor
+        return out
+
+    return fmt
+
+
+def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
+                   batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                   local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:
+    """``DataIterator.to_tf``: a ``tf.data.Dataset`` whose every pass is one epoch of ``it`` (e.g. a split).
+
+    Unlike ``Dataset.to_tf`` there is no null check up front (it would take an epoch of a
+    split): a null in a column without ``fill_nulls`` fails inside tf.data.
+    """
+    from bridge.errors import DatasetEmptyError, SchemaMismatchError
+
+    tf = _tf()
+    features, labels = _names(feature_columns), _names(label_columns)
+    schema = it.schema()
+    if schema is None:
+        raise DatasetEmptyError("to_tf: the iterator has no rows and no schema", "check the source; it is empty")
+    missing = [c for c in features + labels if c not in schema.names]
+    if missing:
+        msg = f"to_tf: column(s) {missing} not found; the data has {schema.names}"
+        raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
+    specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
+    f_sig = _pack(specs, features, f_single)
+    signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
+    wanted = list(dict.fromkeys(features + labels))
+
+    def fmt(block: pa.Table) -> Any:
+        values = {n: _to_tf_value(tf, block, n, specs[n], fill_nulls) for n in wanted}
+        f = _pack(values, features, f_single)
+        return (f, _pack(values, labels, l_single)) if labels else f
+
+    def elements() -> Iterator[Any]:
+        yield from it.iter_batches(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
+                                   local_shuffle_buffer_size=local_shuffle_buffer_size,
+                                   local_shuffle_seed=local_shuffle_seed, _formatter=fmt)
+
+    return tf.data.Dataset.from_generator(elements, output_signature=signature)
+
+
 def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
     """A ``tf.data.Dataset`` -> Dataset (read on the driver, in order).
 

@@ -22,6 +22,7 @@ import ray
 
 from bridge import batch as batch_mod
 from bridge.block import Block, concat_blocks
+from bridge.compute import resolve_compute
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.stats import DatasetStats
@@ -73,6 +74,44 @@ def _expr_filter_transform(expr: Any, label: str) -> BlockTransform:
     return BlockTransform(run, label)
 
 
+def writable_batches(fn: Any) -> Any:
+    """``fn`` (a function or a callable class) called with a NumPy batch whose arrays are writable.
+
+    ``zero_copy_batch=False``: read-only arrays (zero-copy views of Arrow buffers) are
+    copied; arrays that are already writable are passed as they are.
+    """
+    import functools
+    import inspect
+
+    def copied(batch: Any) -> Any:
+        if not isinstance(batch, dict):
+            return batch
+        import numpy as np
+
+        return {k: np.array(v, copy=True) if isinstance(v, np.ndarray) and not v.flags.writeable else v
+                for k, v in batch.items()}
+
+    if isinstance(fn, type):
+        cls: Any = fn
+        if inspect.iscoroutinefunction(cls.__call__):
+            async def acall(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+                return await cls.__call__(self, copied(batch), *args, **kwargs)
+
+            call: Any = acall
+        else:
+            def call(self: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+                return cls.__call__(self, copied(batch), *args, **kwargs)
+
+        return type(cls.__name__, (cls,), {"__call__": call, "__qualname__": cls.__qualname__,
+                                           "__module__": cls.__module__})
+
+    @functools.wraps(fn)
+    def wrapper(batch: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(copied(batch), *args, **kwargs)
+
+    return wrapper
+
+
 def _unique_names(inner: BlockTransform, label: str) -> BlockTransform:
     """``inner``, failing clearly if a block comes out with two columns of one name (Arrow blocks need unique ones)."""
 
@@ -122,6 +161,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         num_cpus: float | None = None,
         num_gpus: float | None = None,
         zero_copy_batch: bool = True,
+        compute: Any = None,
         **ray_remote_args: Any,
     ) -> Dataset:
         """Apply ``fn`` to batches: ``fn(batch) -> batch`` (dict of arrays, DataFrame or Table).
@@ -133,6 +173,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"`` or ``"pyarrow"``.
             concurrency: For classes, the actor pool size ``n`` or ``(min, max)``.
             num_cpus, num_gpus: Ray resources per task or actor.
+            zero_copy_batch: ``True`` (default): NumPy batches are read-only views of the
+                Arrow buffers where Arrow allows (as in Ray Data; ``b["x"] += 1`` raises).
+                ``False``: each read-only array is copied first, so the function may
+                modify the batch in place.
+            compute: Ray Data's spelling of ``concurrency``:
+                ``bridge.ActorPoolStrategy(size=n | min_size=, max_size=)`` (see ``bridge/compute.py``).
 
         Example:
             >>> import bridge
@@ -145,6 +191,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             msg = f"{label}: batch_size must be a positive number of rows or None; got {batch_size}"
             raise BridgeValueError(msg, "pass batch_size=None to process whole blocks")
+        concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
+        if not zero_copy_batch and batch_format in ("numpy", "default"):
+            fn = writable_batches(fn)
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         transform = map_batches_transform(user, batch_format, batch_size, label)
         return self._map_like(transform, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
@@ -185,9 +234,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
             fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
             concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
-            num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+            num_gpus: float | None = None, compute: Any = None, **ray_remote_args: Any) -> Dataset:
         """Apply ``fn(row) -> row`` to every row (a row is a dict of column -> value)."""
         label = f"Map({_fn_label(fn)})"
+        concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         return self._map_like(map_rows_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args, preserves_rows=True)
@@ -196,9 +246,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                  fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
                  fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
                  concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
-                 num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+                 num_gpus: float | None = None, compute: Any = None, **ray_remote_args: Any) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten the results."""
         label = f"FlatMap({_fn_label(fn)})"
+        concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         return self._map_like(flat_map_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
@@ -207,23 +258,34 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                fn_args: tuple[Any, ...] = (), fn_kwargs: dict[str, Any] | None = None,
                fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
                concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
-               num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+               num_gpus: float | None = None, compute: Any = None, **ray_remote_args: Any) -> Dataset:
         """Keep rows where ``fn(row)`` is true, or where the pyarrow ``expr`` holds (vectorised).
+
+        ``expr`` may also be a string in Python syntax, as in Ray Data: comparisons,
+        ``and`` / ``or`` / ``not``, ``in (...)``, ``is None``, arithmetic (see
+        ``bridge/ops/string_expr.py``).
 
         Example:
             >>> import bridge, pyarrow.compute as pc
             >>> bridge.range(10).filter(expr=pc.field("id") >= 8).take_all()
             [{'id': 8}, {'id': 9}]
+            >>> bridge.range(10).filter(expr="id > 2 and id <= 4").take_all()
+            [{'id': 3}, {'id': 4}]
         """
         from bridge.errors import BridgeError
 
         if (fn is None) == (expr is None):
             msg = "filter() needs exactly one of fn (a row predicate) or expr (a pyarrow expression)"
             raise BridgeError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
+        if isinstance(expr, str):
+            from bridge.ops.string_expr import parse_filter_expr
+
+            expr = parse_filter_expr(expr)
         if fn is None:
             return self._map_like(_expr_filter_transform(expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"
+        concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         return self._map_like(filter_transform(user, None, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
@@ -362,9 +424,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         )
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Iterate over rows as dicts."""
-        for b in self.iter_batches(batch_size=None, batch_format="pyarrow"):
-            yield from batch_mod.block_to_rows(b)
+        """Iterate over rows as dicts; a second ``for`` over the result makes a new full pass."""
+        from bridge.iteration.data_iterator import RowIterator
+
+        return RowIterator(lambda: self.iter_batches(batch_size=None, batch_format="pyarrow"))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_rows()
@@ -468,7 +531,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                 close()
         return _first_schema(seen)
 
-    def columns(self) -> list[str]:
+    def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
+        """Column names; ``fetch_if_missing=False`` returns ``None`` rather than run the plan to learn them."""
+        if not fetch_if_missing and not isinstance(self._plan, InputData):
+            return None
         schema = self.schema()
         return list(schema.names) if schema is not None else []
 

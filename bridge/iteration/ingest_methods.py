@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
+    from bridge.iteration.data_iterator import DataIterator
     from bridge.iteration.streaming_split import DataSplitIterator
     from bridge.plan.logical import LogicalOp
 
@@ -166,6 +167,48 @@ class IngestMethods:
         return BatchIterator(self, batch_size=batch_size, prefetch_batches=prefetch_batches,  # type: ignore[arg-type]
                              drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
                              local_shuffle_seed=local_shuffle_seed, formatter=formatter)
+
+    def iter_tf_batches(
+        self,
+        *,
+        batch_size: int | None = 256,
+        dtypes: Any = None,
+        prefetch_batches: int = 1,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        fill_nulls: Any = None,
+    ) -> Iterator[Any]:
+        """Batches as ``{column: tf.Tensor}`` (list columns: ``tf.RaggedTensor``; rules: ``adapters/tf_adapter.py``).
+
+        ``dtypes``: one ``tf.DType`` or ``{column: tf.DType}`` to cast to.  Returns a
+        resumable iterator that makes a new pass when iterated again.
+
+        Example:
+            >>> import bridge
+            >>> next(iter(bridge.range(4).iter_tf_batches(batch_size=2)))["id"].numpy().tolist()  # doctest: +SKIP
+            [0, 1]
+        """
+        return self.iterator().iter_tf_batches(
+            batch_size=batch_size, dtypes=dtypes, prefetch_batches=prefetch_batches, drop_last=drop_last,
+            local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
+            fill_nulls=fill_nulls)
+
+    def iterator(self) -> DataIterator:
+        """A :class:`~bridge.iteration.data_iterator.DataIterator` over this Dataset, as Ray Train workers get.
+
+        It has ``iter_batches``, ``iter_rows``, ``iter_torch_batches``, ``iter_tf_batches``,
+        ``to_tf``, ``schema``, ``materialize`` and ``stats``; each iteration is a new epoch.
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.range(6).iterator()
+            >>> sum(len(b["id"]) for b in it.iter_batches(batch_size=4))
+            6
+        """
+        from bridge.iteration.data_iterator import DatasetIterator
+
+        return DatasetIterator(self)  # type: ignore[arg-type]
 
     def to_torch(self, *, batch_size: int | None = None, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset``: DataLoader workers and ranks each get their share.

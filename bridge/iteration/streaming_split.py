@@ -40,6 +40,7 @@ import ray
 
 from bridge.errors import BridgeError, StallError
 from bridge.execution.bundle import RefBundle
+from bridge.iteration.data_iterator import DataIterator
 from bridge.iteration.split_dispatcher import SplitDispatcher
 
 if TYPE_CHECKING:
@@ -151,6 +152,10 @@ class SplitCoordinator:
                 self.cond.wait(0.5)
                 self.last_seen[split] = time.monotonic()
 
+    def schema(self) -> Any:
+        """The Dataset's schema (runs its plan to the first block; the splits' epochs are not touched)."""
+        return self.ds.schema()
+
     def epoch_fill(self, epoch: int) -> tuple[int, int, int]:
         """``(rows, padded_rows, dropped_rows)`` of a finished epoch's stream."""
         return self.fill[epoch]
@@ -165,8 +170,12 @@ class SplitCoordinator:
 _RemoteCoordinator = ray.remote(num_cpus=0)(SplitCoordinator)
 
 
-class DataSplitIterator:
-    """One consumer's share of a ``streaming_split``; picklable, usable from any Ray worker."""
+class DataSplitIterator(DataIterator):
+    """One consumer's share of a ``streaming_split``; picklable, usable from any Ray worker.
+
+    A :class:`~bridge.iteration.data_iterator.DataIterator`: ``iter_rows``, ``iter_torch_batches``,
+    ``iter_tf_batches`` and ``to_tf`` each read one epoch per pass, like ``iter_batches``.
+    """
 
     def __init__(self, coordinator: Any, index: int, n: int) -> None:
         self._coord = coordinator
@@ -221,20 +230,17 @@ class DataSplitIterator:
             local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
         )
 
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
-        from bridge.batch import block_to_rows
+    def schema(self) -> Any:
+        """The Arrow schema of the split Dataset."""
+        return ray.get(self._coord.schema.remote())
 
-        for b in self.iter_batches(batch_size=None, batch_format="pyarrow"):
-            yield from block_to_rows(b)
+    def materialize(self) -> Any:
+        """One epoch of this split, held in the object store as a ``MaterializedDataset``."""
+        from bridge.dataset import MaterializedDataset
+        from bridge.plan.logical import InputData
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return self.iter_rows()
-
-    def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
-        """One epoch of this split as dicts of torch tensors (see :meth:`bridge.Dataset.iter_torch_batches`)."""
-        from adapters.torch_adapter import torch_batch_stream
-
-        return torch_batch_stream(lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
+        bundles = list(self._bundles(self._next_epoch()))
+        return MaterializedDataset(InputData([], bundles, f"Split{self.index}"))
 
     def stats(self) -> dict[str, Any]:
         """The split's coordinator stats (shared by all splits), keyed by epoch.

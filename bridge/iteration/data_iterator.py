@@ -1,0 +1,152 @@
+"""DataIterator: what ``Dataset.iterator()`` returns and what a Ray Train worker receives.
+
+One interface over two sources: a whole Dataset (:class:`DatasetIterator`) and
+one share of a ``streaming_split`` (``DataSplitIterator`` subclasses
+:class:`DataIterator`).  A subclass provides ``iter_batches(..., _formatter=)``
+(one epoch per call), ``schema()``, ``materialize()`` and ``stats()``; the
+torch / tf exporters and ``iter_rows`` are built on ``iter_batches`` here.
+
+Every iterable returned makes a full new pass when a ``for`` loop starts it
+again after a pass ended, as in Ray Data.
+
+Example:
+    >>> import bridge
+    >>> it = bridge.range(10).iterator()
+    >>> [len(b["id"]) for b in it.iter_batches(batch_size=4)]
+    [4, 4, 2]
+    >>> rows = it.iter_rows()
+    >>> len(list(rows)), len(list(rows))
+    (10, 10)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from bridge.dataset import Dataset, MaterializedDataset
+
+
+class RowIterator(Iterator[dict[str, Any]]):
+    """Rows of one pass; ``iter()`` after the pass ended starts a new pass (``next()`` works too)."""
+
+    def __init__(self, batches: Callable[[], Iterator[Any]]) -> None:
+        self._batches = batches
+        self._rows: Iterator[dict[str, Any]] | None = None
+        self._ended = False
+
+    def _gen(self) -> Iterator[dict[str, Any]]:
+        from bridge.batch import block_to_rows
+
+        for block in self._batches():
+            yield from block_to_rows(block)
+
+    def __iter__(self) -> RowIterator:
+        if self._ended:
+            self._ended, self._rows = False, None
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        if self._rows is None:
+            self._rows = self._gen()
+        try:
+            return next(self._rows)
+        except StopIteration:
+            self._ended = True
+            raise
+
+
+class DataIterator:
+    """Batches, rows and framework tensors of a Dataset or of one split (see the module docstring)."""
+
+    def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
+                     drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def schema(self) -> pa.Schema | None:
+        raise NotImplementedError
+
+    def materialize(self) -> MaterializedDataset:
+        raise NotImplementedError
+
+    def stats(self) -> Any:
+        raise NotImplementedError
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Rows as dicts; iterating the result again makes a new pass."""
+        return RowIterator(lambda: self.iter_batches(batch_size=None, batch_format="pyarrow"))
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return self.iter_rows()
+
+    def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
+        """Batches as dicts of torch tensors (arguments of :meth:`bridge.Dataset.iter_torch_batches`)."""
+        from adapters.torch_adapter import torch_batch_stream
+
+        return torch_batch_stream(lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
+
+    def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,
+                        drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                        local_shuffle_seed: int | None = None, fill_nulls: Any = None) -> Iterator[Any]:
+        """Batches as ``{column: tf.Tensor}`` (dtype rules: ``adapters/tf_adapter.py``)."""
+        from adapters.tf_adapter import make_tf_formatter
+
+        return self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
+                                 local_shuffle_buffer_size=local_shuffle_buffer_size,
+                                 local_shuffle_seed=local_shuffle_seed,
+                                 _formatter=make_tf_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
+
+    def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
+              batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
+        """A ``tf.data.Dataset`` of ``(features, labels)``; each pass over it is one epoch of this iterator."""
+        from adapters.tf_adapter import iterator_to_tf
+
+        return iterator_to_tf(self, feature_columns, label_columns, batch_size=batch_size, drop_last=drop_last,
+                              **options)
+
+
+class DatasetIterator(DataIterator):
+    """A :class:`DataIterator` over a whole Dataset: ``Dataset.iterator()``."""
+
+    def __init__(self, ds: Dataset) -> None:
+        self._ds = ds
+
+    def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
+                     drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+        """Batches of the Dataset (a resumable, re-iterable iterator: see ``Dataset.iter_batches``)."""
+        from bridge.iteration.resumable import BatchIterator
+
+        return BatchIterator(self._ds, batch_size=batch_size, batch_format=batch_format,
+                             prefetch_batches=prefetch_batches, drop_last=drop_last,
+                             local_shuffle_buffer_size=local_shuffle_buffer_size,
+                             local_shuffle_seed=local_shuffle_seed, formatter=_formatter)
+
+    def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
+        return self._ds.iter_torch_batches(**options)
+
+    def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
+              batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
+        return self._ds.to_tf(feature_columns, label_columns, batch_size=batch_size, drop_last=drop_last, **options)
+
+    def to_torch(self, **options: Any) -> Any:
+        return self._ds.to_torch(**options)
+
+    def schema(self) -> pa.Schema | None:
+        return self._ds.schema()
+
+    def materialize(self) -> MaterializedDataset:
+        return self._ds.materialize()
+
+    def stats(self) -> str:
+        return self._ds.stats()
+
+    def __repr__(self) -> str:
+        return f"DataIterator({self._ds!r})"
+
+
+__all__ = ["DataIterator", "DatasetIterator", "RowIterator"]

@@ -1,0 +1,130 @@
+"""``filter(expr="...")``: a Python-syntax string turned into a pyarrow compute expression.
+
+Ray Data accepts ``ds.filter(expr="id > 5 and label == 'cat'")``; the string is
+parsed with :mod:`ast` (never evaluated) and each node becomes the matching
+``pyarrow.compute`` expression, so the filter runs vectorised in Arrow.
+
+Supported: column names (or ``col("name with spaces")``), literals (numbers,
+strings, ``True`` / ``False`` / ``None``), comparisons ``== != < <= > >=``
+(chained too: ``1 < x < 5``), ``in`` / ``not in`` a tuple or list of literals,
+``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / %`` and
+unary minus.  Anything else raises ``BridgeValueError`` naming it.
+
+Example:
+    >>> import pyarrow as pa
+    >>> pa.table({"id": [1, 6, 7, 9]}).filter(parse_filter_expr("id > 5 and id not in (7, 8)"))["id"].to_pylist()
+    [6, 9]
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge.errors import BridgeValueError
+
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _fail(source: str, what: str) -> BridgeValueError:
+    msg = f"filter(expr={source!r}): {what}"
+    return BridgeValueError(msg, 'use comparisons joined by and/or/not, e.g. expr="x > 5 and y == \'a\'", '
+                                 "or pass a pyarrow expression: expr=pc.field('x') > 5")
+
+
+def _literal(node: ast.AST, source: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError as err:
+        raise _fail(source, f"expected a literal value, got {ast.unparse(node)!r}") from err
+
+
+def _convert(node: ast.AST, source: str) -> Any:
+    if isinstance(node, ast.BoolOp):
+        parts = [_convert(v, source) for v in node.values]
+        out = parts[0]
+        for p in parts[1:]:
+            out = (out & p) if isinstance(node.op, ast.And) else (out | p)
+        return out
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.Not):
+            return ~_convert(node.operand, source)
+        if isinstance(node.op, ast.USub):
+            operand = _convert(node.operand, source)
+            return -operand if not isinstance(operand, pc.Expression) else pc.negate_checked(operand)
+        if isinstance(node.op, ast.UAdd):
+            return _convert(node.operand, source)
+    if isinstance(node, ast.Name):
+        return pc.field(node.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "col" \
+            and len(node.args) == 1 and not node.keywords:
+        return pc.field(_literal(node.args[0], source))
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.BinOp):
+        left, right = _convert(node.left, source), _convert(node.right, source)
+        if isinstance(node.op, ast.Mod):
+            return pc.subtract_checked(left, pc.multiply_checked(pc.floor(pc.divide(left, right)), right))
+        fn = _ARITH.get(type(node.op))
+        if fn is not None:
+            if not isinstance(left, pc.Expression) and not isinstance(right, pc.Expression):
+                return fn(left, right)
+            return fn(_expr(left), right)
+    if isinstance(node, ast.Compare):
+        terms = []
+        left = _convert(node.left, source)
+        for op, comparator in zip(node.ops, node.comparators):
+            terms.append(_compare(left, op, comparator, source))
+            left = _convert(comparator, source) if not isinstance(op, (ast.In, ast.NotIn, ast.Is, ast.IsNot)) \
+                else left
+        out = terms[0]
+        for t in terms[1:]:
+            out = out & t
+        return out
+    raise _fail(source, f"{type(node).__name__} ({ast.unparse(node)!r}) is not supported")
+
+
+def _expr(value: Any) -> pc.Expression:
+    return value if isinstance(value, pc.Expression) else pc.scalar(value)
+
+
+def _compare(left: Any, op: ast.cmpop, comparator: ast.AST, source: str) -> Any:
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if _literal(comparator, source) is not None:
+            raise _fail(source, "'is' / 'is not' compare with None only")
+        test = _expr(left).is_null()
+        return test if isinstance(op, ast.Is) else ~test
+    if isinstance(op, (ast.In, ast.NotIn)):
+        values = _literal(comparator, source)
+        if not isinstance(values, (list, tuple, set)):
+            raise _fail(source, f"'in' needs a tuple or list of literals, got {ast.unparse(comparator)!r}")
+        test = _expr(left).isin(pa.array(list(values)))
+        return test if isinstance(op, ast.In) else ~test
+    fn = _COMPARE.get(type(op))
+    if fn is None:
+        raise _fail(source, f"the operator {type(op).__name__} is not supported")
+    right = _convert(comparator, source)
+    if right is None or left is None:
+        raise _fail(source, "comparing with None is always null; write 'x is None' or 'x is not None'")
+    return fn(_expr(left), right)
+
+
+def parse_filter_expr(source: str) -> pc.Expression:
+    """The pyarrow expression for the filter string ``source`` (see the module docstring)."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as err:
+        raise _fail(source, f"not a valid expression ({err.msg})") from err
+    out = _convert(tree.body, source)
+    if not isinstance(out, pc.Expression):
+        raise _fail(source, "the expression does not use any column")
+    return out
+
+
+__all__ = ["parse_filter_expr"]
