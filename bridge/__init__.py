@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from bridge import tensor as _tensor  # noqa: F401  (registers the variable-shape tensor type)
+from bridge.compute import ActorPoolStrategy, TaskPoolStrategy
 from bridge.context import DataContext
 from bridge.dataset import Dataset, MaterializedDataset
 from bridge.errors import (
@@ -51,6 +52,31 @@ def from_any(obj: Any, **options: Any) -> Dataset:
     from adapters import from_any as _from_any
 
     return _from_any(obj, **options)
+
+
+def from_blocks(blocks: Any) -> MaterializedDataset:
+    """A Dataset with exactly these blocks, in order: ``pyarrow.Table`` s or pandas DataFrames (Ray Data's door).
+
+    Example:
+        >>> import bridge, pyarrow as pa
+        >>> ds = bridge.from_blocks([pa.table({"a": [1, 2]}), pa.table({"a": [3]})])
+        >>> ds.num_blocks(), ds.take_all()
+        (2, [{'a': 1}, {'a': 2}, {'a': 3}])
+    """
+    import pyarrow as pa
+
+    from bridge.io.memory import _put_blocks, pandas_to_block
+
+    tables = []
+    for i, b in enumerate(blocks):
+        if isinstance(b, pa.Table):
+            tables.append(b)
+        elif type(b).__name__ == "DataFrame" and type(b).__module__.startswith("pandas"):
+            tables.append(pandas_to_block(b))
+        else:
+            msg = f"from_blocks: block {i} is a {type(b).__name__}; blocks are pyarrow.Tables or pandas DataFrames"
+            raise BridgeTypeError(msg, "convert it first, e.g. pa.table({...}), or use from_items / from_numpy")
+    return _put_blocks(tables, "FromBlocks")
 
 
 def _adapter_door(adapter: str, direction: str, doc: str) -> Any:
@@ -92,6 +118,10 @@ _LAZY = {
     "Mean": "bridge.ops.aggregate",
     "Std": "bridge.ops.aggregate",
     "Unique": "bridge.ops.aggregate",
+    "AbsMax": "bridge.ops.aggregate",
+    "Quantile": "bridge.ops.aggregate",
+    # Iteration (bridge/iteration/data_iterator.py)
+    "DataIterator": "bridge.iteration.data_iterator",
     # Spark on Ray (adapters/spark_adapter.py)
     "init_spark": "adapters.spark_adapter",
     "stop_spark": "adapters.spark_adapter",
@@ -118,6 +148,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ActorPoolStrategy",
     "BlockLostError",
     "BridgeError",
     "BridgeTypeError",
@@ -130,11 +161,13 @@ __all__ = [
     "MissingDependencyError",
     "SchemaMismatchError",
     "StallError",
+    "TaskPoolStrategy",
     "UnsupportedTypeError",
     "UserCodeError",
     "from_any",
     "from_arrow",
     "from_arrow_refs",
+    "from_blocks",
     "from_dask",
     "from_items",
     "from_mars",

@@ -115,7 +115,7 @@ def test_groupby_map_groups_survives_a_killed_exchange_reduce_task(tmp_path, kil
         return {"id": group["id"], "g": group["g"]}
 
     ds = bridge.range(ROWS, override_num_blocks=BLOCKS).map_batches(lambda b: {"id": b["id"], "g": b["id"] // 500})
-    ids = ds.groupby("g").map_groups(tag).to_arrow().column("id").to_pylist()
+    ids = ds.groupby("g").map_groups(tag, batch_format="numpy").to_arrow().column("id").to_pylist()
     assert _died(str(tmp_path), kill_row), "the fault was not injected"
     _assert_exactly_once(ids, list(range(ROWS)))
 

@@ -1,4 +1,4 @@
-"""Aggregations: the built-ins (Count, Sum, Min, Max, Mean, Std, Unique) and user-defined AggregateFn.
+"""Aggregations: the built-ins (Count, Sum, Min, Max, Mean, Std, AbsMax, Quantile, Unique) and AggregateFn.
 
 An aggregation runs in two steps so that it can be computed per block and
 then combined (see :mod:`bridge.ops.groupby`):
@@ -148,13 +148,40 @@ class _Builtin(AggregateFn):
         return out
 
 
+#: Which columns an aggregation without ``on=`` applies to, by operation.
+_ORDERABLE_OPS = ("min", "max")
+
+
+def default_columns(schema: pa.Schema | None, op: str) -> list[str]:
+    """The columns ``ds.sum()`` / ``groupby(k).mean()`` ... use when no ``on`` is given.
+
+    Numeric, boolean, decimal and all-null columns for every operation; ``min`` and
+    ``max`` also take strings, binaries and temporal columns.  (Ray Data tries every
+    column and fails on the first that the operation cannot handle.)
+    """
+    if schema is None:
+        return []
+
+    def fits(t: pa.DataType) -> bool:
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)
+                or pa.types.is_null(t)):
+            return True
+        return op in _ORDERABLE_OPS and (pa.types.is_string(t) or pa.types.is_large_string(t)
+                                         or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                                         or pa.types.is_temporal(t))
+
+    return [f.name for f in schema if fits(f.type)]
+
+
 def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
-    """``block`` with the null-typed columns that Std reads cast to float64.
+    """``block`` with the null-typed columns that Std, AbsMax and Quantile read cast to float64.
 
     pyarrow has no variance kernel for the ``null`` type; as float64 the column
     is simply all null, and so is its standard deviation.
     """
-    for col in {a.on for a in aggs if isinstance(a, Std) and a.on is not None}:
+    for col in {a.on for a in aggs if isinstance(a, (Std, AbsMax, Quantile)) and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_null(block.schema.field(i).type):
             block = block.set_column(i, col, block.column(i).cast(pa.float64()))
@@ -279,6 +306,73 @@ class Std(_Builtin):
         return pa.array(std, pa.float64(), mask=~valid)
 
 
+class AbsMax(_Builtin):
+    """Largest absolute value of ``on`` (``abs_max(on)``), in the column's type.
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"x": -5}, {"x": 3}]).aggregate(bridge.AbsMax("x"))
+        {'abs_max(x)': 5}
+    """
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "abs_max")
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "min", self._opts()), (self.on, "max", self._opts())]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("min", self._opts()), ("max", self._opts())]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        low, high = merged
+        assert low is not None and high is not None
+        return pc.max_element_wise(pc.abs_checked(low), pc.abs_checked(high), skip_nulls=False)
+
+
+class Quantile(_Builtin):
+    """The ``q`` quantile of ``on`` (``quantile(on)``), linear interpolation as ``numpy.quantile``.
+
+    Exact: each group's values are gathered (so a group must fit in a task's memory).
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"x": v} for v in (-5, 1, 3, 10)]).aggregate(bridge.Quantile("x", q=0.25))
+        {'quantile(x)': -0.5}
+    """
+
+    def __init__(self, on: str, q: float = 0.5, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        if not 0.0 <= q <= 1.0:
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"Quantile: q must be in [0, 1]; got {q}", "pass e.g. q=0.5 for the median")
+        super().__init__(on, ignore_nulls, alias_name, "quantile")
+        self.q = q
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "list", None), (self.on, "count", pc.CountOptions("only_null"))]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None, ("sum", None)]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        lists = states[0]
+        values = pc.list_flatten(lists)
+        owner = gid[pc.list_parent_indices(lists).to_numpy()]
+        valid = values.is_valid().to_numpy(zero_copy_only=False)
+        numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        out = np.full(n, np.nan)
+        has = np.zeros(n, dtype=bool)
+        for g in range(n):
+            picked = numbers[(owner == g) & valid]
+            if picked.size:
+                out[g], has[g] = np.quantile(picked, self.q), True
+        nulls = merged[1]
+        if not self.ignore_nulls and nulls is not None:
+            has &= nulls.to_numpy(zero_copy_only=False) == 0
+        return pa.array(out, pa.float64(), mask=~has)
+
+
 class Unique(_Builtin):
     """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``)."""
 
@@ -308,4 +402,4 @@ class Unique(_Builtin):
         return pa.ListArray.from_arrays(offsets, pc.list_flatten(found))
 
 
-__all__ = ["AggregateFn", "Count", "Max", "Mean", "Min", "Std", "Sum", "Unique"]
+__all__ = ["AbsMax", "AggregateFn", "Count", "Max", "Mean", "Min", "Quantile", "Std", "Sum", "Unique"]

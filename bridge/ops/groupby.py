@@ -182,6 +182,73 @@ def _map_groups_reduce(pieces: list[Block], index: int, keys: list[str], user: U
     return concat_blocks(outs) if outs else block.slice(0, 0)
 
 
+def _whole_block(block: Block, index: int) -> list[Block]:
+    return [block]
+
+
+def _sorted_groups_reduce(pieces: list[Block], index: int, keys: list[str]) -> Block:
+    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    return exchange.sort_table(block, [(k, "ascending") for k in keys]) if keys and block.num_rows else block
+
+
+def group_partition_fn(keys: list[str], label: str) -> Any:
+    """``AllToAll`` function: blocks that each hold whole groups, sorted by ``keys`` (``[]``: one block, one group).
+
+    ``map_groups`` runs the user's function after it, as a map operator (tasks, or an
+    actor pool for a callable class), one call per group (:func:`map_groups_transform`).
+    """
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        refs, metas = exchange.flatten_refs(bundles)
+        bundles.clear()
+        if not refs:
+            return []
+        if not keys:
+            pieces = exchange.run_map(_whole_block, refs, 1, ctx)
+            del refs
+            return exchange.run_reduce(_sorted_groups_reduce, pieces, ctx, keys)
+        exchange.check_columns(label, keys, exchange.input_schema(metas))
+        sort_keys = [(k, "ascending") for k in keys]
+        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
+        n_out = 1 if bounds is None else bounds.num_rows + 1
+        pieces = exchange.run_map(_partition_rows, refs, n_out, ctx, bounds, sort_keys, n_out)
+        del refs
+        return exchange.run_reduce(_sorted_groups_reduce, pieces, ctx, keys)
+
+    return run
+
+
+def map_groups_transform(keys: list[str], user: UserFn, batch_format: str, label: str) -> Any:
+    """Per block of whole, key-sorted groups (:func:`group_partition_fn`): ``fn`` once per group."""
+    from bridge.errors import UserCodeError
+    from bridge.execution.transform import BlockTransform
+
+    def run(blocks: Any, ctx: TaskContext) -> Any:
+        fn = user.resolve(label)
+        for block in blocks:
+            if block.num_rows == 0:
+                continue
+            if keys:
+                spans = _aggregate(_with_row_ids(block), keys, [(_ROW, "min"), (_ROW, "count")], ["start", "size"])
+                spans = spans.sort_by("start")
+                groups = list(zip(spans["start"].to_pylist(), spans["size"].to_pylist()))
+            else:
+                groups = [(0, block.num_rows)]
+            for g, (start, size) in enumerate(groups):
+                batch = batch_mod.to_batch(block.slice(start, size), batch_format)
+                result = call_user_fn(fn, batch, user, ctx, label)
+                try:
+                    yield batch_mod.to_block(result, block.schema)
+                except batch_mod.BatchTypeError as err:
+                    msg = (f"{label}: the function returned something raybridge cannot use (group {g} of block "
+                           f"{ctx.task_index}): {err}")
+                    raise UserCodeError(msg, "return a dict of column -> array, a pandas.DataFrame or a "
+                                        "pyarrow.Table", operator=label, block_index=ctx.task_index,
+                                        original=err) from err
+
+    return BlockTransform(run, label, user)
+
+
 def map_groups_fn(keys: list[str], user: UserFn, batch_format: str, label: str) -> Any:
     """The ``AllToAll`` function of ``groupby(keys).map_groups(fn)``."""
 

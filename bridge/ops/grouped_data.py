@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
-from bridge.ops.aggregate import AggregateFn, Count, Max, Mean, Min, Std, Sum
+from bridge.ops.aggregate import AggregateFn, Count, Max, Mean, Min, Std, Sum, default_columns
 from bridge.plan.logical import AllToAll
 
 if TYPE_CHECKING:
@@ -32,10 +32,28 @@ def _columns(on: str | list[str]) -> list[str]:
     return [on] if isinstance(on, str) else list(on)
 
 
+def aggregated_columns(ds: Dataset, op: str, on: str | list[str] | None, keys: list[str]) -> list[str]:
+    """``on`` as a list; ``None``: every column (but the keys) that ``op`` applies to, as Ray Data does."""
+    if on is not None:
+        return _columns(on)
+    schema = ds.schema()
+    columns = [c for c in default_columns(schema, op) if c not in keys]
+    if not columns:
+        from bridge.errors import BridgeValueError
+
+        names = list(schema.names) if schema is not None else []
+        msg = f"{op}(): no column to aggregate without on=; the Dataset has {names} (keys: {keys})"
+        raise BridgeValueError(msg, f"name the columns: {op}(on=['x', 'y'])")
+    return columns
+
+
 class GroupedData:
     """Rows grouped by key columns; aggregate them or map each group.
 
     Results are sorted by the keys (nulls last); rows whose key is null form a group.
+    ``groupby(None)`` puts every row in one group (the result then has no key column).
+    Without ``on``, ``sum()`` / ``mean()`` / ... aggregate every column but the keys that
+    they apply to (numeric ones; ``min`` / ``max`` also strings and times).
 
     Example:
         >>> import bridge
@@ -60,54 +78,81 @@ class GroupedData:
         """Rows per group, in column ``count()``."""
         return self.aggregate(Count())
 
-    def sum(self, on: str | list[str], ignore_nulls: bool = True) -> Dataset:
-        """Per-group sum of ``on`` (column ``sum(on)``)."""
-        return self.aggregate(*[Sum(c, ignore_nulls) for c in _columns(on)])
+    def _on(self, op: str, on: str | list[str] | None) -> list[str]:
+        return aggregated_columns(self._ds, op, on, self._keys)
 
-    def min(self, on: str | list[str], ignore_nulls: bool = True) -> Dataset:
+    def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Per-group sum of ``on`` (column ``sum(on)``; ``None``: every numeric non-key column)."""
+        return self.aggregate(*[Sum(c, ignore_nulls) for c in self._on("sum", on)])
+
+    def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
         """Per-group minimum of ``on`` (column ``min(on)``)."""
-        return self.aggregate(*[Min(c, ignore_nulls) for c in _columns(on)])
+        return self.aggregate(*[Min(c, ignore_nulls) for c in self._on("min", on)])
 
-    def max(self, on: str | list[str], ignore_nulls: bool = True) -> Dataset:
+    def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
         """Per-group maximum of ``on`` (column ``max(on)``)."""
-        return self.aggregate(*[Max(c, ignore_nulls) for c in _columns(on)])
+        return self.aggregate(*[Max(c, ignore_nulls) for c in self._on("max", on)])
 
-    def mean(self, on: str | list[str], ignore_nulls: bool = True) -> Dataset:
-        """Per-group mean of ``on`` (column ``mean(on)``)."""
-        return self.aggregate(*[Mean(c, ignore_nulls) for c in _columns(on)])
+    def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Per-group mean of ``on`` (column ``mean(on)``; ``None``: every numeric non-key column)."""
+        return self.aggregate(*[Mean(c, ignore_nulls) for c in self._on("mean", on)])
 
-    def std(self, on: str | list[str], ddof: int = 1, ignore_nulls: bool = True) -> Dataset:
+    def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Dataset:
         """Per-group standard deviation of ``on`` (column ``std(on)``)."""
-        return self.aggregate(*[Std(c, ddof, ignore_nulls) for c in _columns(on)])
+        return self.aggregate(*[Std(c, ddof, ignore_nulls) for c in self._on("std", on)])
 
     def map_groups(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[..., Any] | type,
         *,
-        batch_format: str = "numpy",
+        batch_format: str | None = "default",
         fn_args: tuple[Any, ...] = (),
         fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: tuple[Any, ...] = (),
+        fn_constructor_kwargs: dict[str, Any] | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        compute: Any = None,
+        num_cpus: float | None = None,
+        num_gpus: float | None = None,
+        zero_copy_batch: bool = True,
+        **ray_remote_args: Any,
     ) -> Dataset:
         """Apply ``fn(batch) -> batch`` to all rows of each group at once.
 
-        Each group lands whole in one task (groups sorted by key); ``batch_format``
-        is ``"numpy"``, ``"pandas"`` or ``"pyarrow"``, as in ``map_batches``.
+        An exchange puts each group whole into one block (sorted by key); then
+        ``fn`` runs once per group in map tasks -- or, for a callable class, in an
+        actor pool sized by ``concurrency`` / ``compute`` (constructed with
+        ``fn_constructor_args``), as in ``map_batches``.
+
+        ``batch_format``: ``"default"`` hands a ``pandas.DataFrame`` per group, as Ray
+        Data 2.60 does for ``map_groups`` (its docs say NumPy, its code promotes Arrow
+        to pandas); ``"numpy"``, ``"pandas"`` and ``"pyarrow"`` as in ``map_batches``.
 
         Example:
             >>> import bridge
             >>> ds = bridge.from_items([{"k": 1, "x": 1.0}, {"k": 1, "x": 3.0}, {"k": 2, "x": 5.0}])
-            >>> ds.groupby("k").map_groups(lambda g: {"k": g["k"][:1], "n": [len(g["x"])]}).take_all()
+            >>> ds.groupby("k").map_groups(lambda g: {"k": g["k"][:1], "n": [len(g["x"])]},
+            ...                            batch_format="numpy").take_all()
             [{'k': 1, 'n': 2}, {'k': 2, 'n': 1}]
         """
         from bridge import batch as batch_mod
+        from bridge.compute import resolve_compute
         from bridge.execution.transform import UserFn
-        from bridge.ops.groupby import map_groups_fn
+        from bridge.ops.groupby import group_partition_fn, map_groups_transform
 
-        fmt = batch_mod.normalize_format(batch_format)
+        fmt = batch_mod.normalize_format("pandas" if batch_format in ("default", None) else batch_format)
         name = getattr(fn, "__name__", type(fn).__name__)
         label = f"MapGroups({name})"
-        user = UserFn(fn, fn_args, fn_kwargs or {})
-        return self._ds._with(AllToAll([self._ds._plan], map_groups_fn(self._keys, user, fmt, label), label))
+        concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
+        if not zero_copy_batch and fmt == "numpy":
+            from bridge.dataset import writable_batches
+
+            fn = writable_batches(fn)
+        user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
+        part_label = f"GroupPartition({self._keys})"
+        grouped = self._ds._with(AllToAll([self._ds._plan], group_partition_fn(self._keys, part_label), part_label))
+        return grouped._map_like(map_groups_transform(self._keys, user, fmt, label), label, user,  # type: ignore[attr-defined,no-any-return]
+                                 concurrency, num_cpus, num_gpus, ray_remote_args)
 
     def __repr__(self) -> str:
         return f"GroupedData(keys={self._keys}, dataset={self._ds!r})"

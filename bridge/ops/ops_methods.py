@@ -63,16 +63,37 @@ class GlobalOpsMethods:
         label = f"Sort({sort_keys})"
         return self._all_to_all(sort_fn(sort_keys, label), label)
 
-    def repartition(self, num_blocks: int, *, shuffle: bool = False) -> Dataset:
+    def repartition(self, num_blocks: int | None = None, *, target_num_rows_per_block: int | None = None,
+                    shuffle: bool = False) -> Dataset:
         """Exactly ``num_blocks`` blocks of near-equal row counts (order kept unless ``shuffle``).
+
+        ``target_num_rows_per_block=n`` instead: blocks of exactly ``n`` rows in order, the
+        last one shorter (Ray Data splits per input block, giving at most ``n`` rows each).
 
         Example:
             >>> import bridge
             >>> bridge.range(10).repartition(3).num_blocks()
             3
+            >>> bridge.range(10).repartition(target_num_rows_per_block=4).materialize().num_blocks()
+            3
         """
-        from bridge.ops.shuffle import random_shuffle_fn, repartition_fn
+        from bridge.ops.shuffle import random_shuffle_fn, repartition_fn, repartition_rows_fn
 
+        if (num_blocks is None) == (target_num_rows_per_block is None):
+            from bridge.errors import BridgeValueError
+
+            msg = (f"repartition: pass exactly one of num_blocks or target_num_rows_per_block; got "
+                   f"num_blocks={num_blocks!r}, target_num_rows_per_block={target_num_rows_per_block!r}")
+            raise BridgeValueError(msg, "call repartition(8) or repartition(target_num_rows_per_block=10_000)")
+        if target_num_rows_per_block is not None:
+            rows = target_num_rows_per_block
+            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1 or shuffle:
+                from bridge.errors import BridgeValueError
+
+                msg = (f"repartition: target_num_rows_per_block must be an int >= 1, without shuffle; got {rows!r}"
+                       f"{' with shuffle=True' if shuffle else ''}")
+                raise BridgeValueError(msg, "call repartition(target_num_rows_per_block=10_000)")
+            return self._all_to_all(repartition_rows_fn(rows), f"Repartition[rows={rows}]")
         if not isinstance(num_blocks, int) or num_blocks < 1:
             raise BridgeError(f"repartition: num_blocks must be an int >= 1; got {num_blocks!r}",
                               "call repartition(8)")
@@ -97,23 +118,32 @@ class GlobalOpsMethods:
         transform = random_sample_transform(fraction, seed)
         return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined,no-any-return]
 
-    def zip(self, other: Dataset) -> Dataset:
-        """Columns of ``self`` and ``other`` side by side (row counts must be equal).
+    def zip(self, *others: Dataset) -> Dataset:
+        """Columns of ``self`` and ``others`` side by side (row counts must be equal).
 
-        Clashing column names of ``other`` get a suffix: ``x`` becomes ``x_1``.
+        Clashing column names get a suffix: ``x`` becomes ``x_1``, then ``x_2``.
 
         Example:
             >>> import bridge
             >>> bridge.range(2).zip(bridge.range(2)).take_all()
             [{'id': 0, 'id_1': 0}, {'id': 1, 'id_1': 1}]
+            >>> bridge.range(1).zip(bridge.range(1), bridge.range(1)).take_all()
+            [{'id': 0, 'id_1': 0, 'id_2': 0}]
         """
         from bridge.ops.zip_op import zip_fn
 
-        return self._with(AllToAll([self._plan, other._plan], zip_fn("Zip"), "Zip"))
+        if not others:
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError("zip() needs at least one other Dataset", "call ds.zip(other) or ds.zip(a, b)")
+        out = self
+        for other in others:  # one exchange per input: names clash-suffixed left to right, as Ray Data does
+            out = out._with(AllToAll([out._plan, other._plan], zip_fn("Zip"), "Zip"))
+        return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ groupby / aggregate
-    def groupby(self, key: str | list[str]) -> GroupedData:
-        """Group rows by one or several key columns.
+    def groupby(self, key: str | list[str] | None) -> GroupedData:
+        """Group rows by one or several key columns (``None``: all rows in one group).
 
         Example:
             >>> import bridge
@@ -122,8 +152,8 @@ class GlobalOpsMethods:
         """
         from bridge.ops.grouped_data import GroupedData
 
-        keys = [key] if isinstance(key, str) else list(key)
-        if not keys or not all(isinstance(k, str) for k in keys):
+        keys = [] if key is None else [key] if isinstance(key, str) else list(key)
+        if (key is not None and not keys) or not all(isinstance(k, str) for k in keys):
             raise BridgeError(f"groupby: key must be a column name or a list of them; got {key!r}",
                               'call ds.groupby("k") or ds.groupby(["k1", "k2"])')
         return GroupedData(self, keys)  # type: ignore[arg-type]
@@ -148,43 +178,54 @@ class GlobalOpsMethods:
             return {a.name: 0 if isinstance(a, Count) else None for a in aggs_list}
         return rows[0]
 
-    def _column_aggregate(self, cls: Any, on: str | list[str], **kwargs: Any) -> Any:
-        columns = [on] if isinstance(on, str) else list(on)
+    def _column_aggregate(self, cls: Any, op: str, on: str | list[str] | None, **kwargs: Any) -> Any:
+        """Ray Data's return shape: one column -> the value; several -> ``{"op(col)": value}``."""
+        from bridge.ops.grouped_data import aggregated_columns
+
+        columns = aggregated_columns(self, op, on, [])  # type: ignore[arg-type]
         aggs = [cls(c, **kwargs) for c in columns]
         result = self.aggregate(*aggs)
-        if isinstance(on, str):
+        if len(aggs) == 1:
             return result[aggs[0].name]
-        return {c: result[a.name] for c, a in zip(columns, aggs)}
+        return result
 
-    def sum(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
-        """Sum of a column (or ``{column: sum}`` for a list); null when no non-null value."""
+    def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
+        """Sum of a column; for several (or ``on=None``: every numeric one) ``{"sum(col)": sum}``.
+
+        As in Ray Data, a list of one column gives the value itself.  Null when no non-null value.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": 2.0}, {"a": 3, "b": 4.0}]).sum()
+            {'sum(a)': 4, 'sum(b)': 6.0}
+        """
         from bridge.ops.aggregate import Sum
 
-        return self._column_aggregate(Sum, on, ignore_nulls=ignore_nulls)
+        return self._column_aggregate(Sum, "sum", on, ignore_nulls=ignore_nulls)
 
-    def min(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
-        """Smallest value of a column (or ``{column: min}``)."""
+    def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
+        """Smallest value of a column (several: ``{"min(col)": min}``)."""
         from bridge.ops.aggregate import Min
 
-        return self._column_aggregate(Min, on, ignore_nulls=ignore_nulls)
+        return self._column_aggregate(Min, "min", on, ignore_nulls=ignore_nulls)
 
-    def max(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
-        """Largest value of a column (or ``{column: max}``)."""
+    def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
+        """Largest value of a column (several: ``{"max(col)": max}``)."""
         from bridge.ops.aggregate import Max
 
-        return self._column_aggregate(Max, on, ignore_nulls=ignore_nulls)
+        return self._column_aggregate(Max, "max", on, ignore_nulls=ignore_nulls)
 
-    def mean(self, on: str | list[str], ignore_nulls: bool = True) -> Any:
-        """Mean of a column (or ``{column: mean}``)."""
+    def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
+        """Mean of a column (several: ``{"mean(col)": mean}``)."""
         from bridge.ops.aggregate import Mean
 
-        return self._column_aggregate(Mean, on, ignore_nulls=ignore_nulls)
+        return self._column_aggregate(Mean, "mean", on, ignore_nulls=ignore_nulls)
 
-    def std(self, on: str | list[str], ddof: int = 1, ignore_nulls: bool = True) -> Any:
-        """Standard deviation of a column (``ddof=1`` like pandas), or ``{column: std}``."""
+    def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Any:
+        """Standard deviation of a column (``ddof=1`` like pandas); several: ``{"std(col)": std}``."""
         from bridge.ops.aggregate import Std
 
-        return self._column_aggregate(Std, on, ddof=ddof, ignore_nulls=ignore_nulls)
+        return self._column_aggregate(Std, "std", on, ddof=ddof, ignore_nulls=ignore_nulls)
 
     def unique(self, column: str, ignore_nulls: bool = False) -> list[Any]:
         """The distinct values of ``column`` (order unspecified; null included unless ``ignore_nulls``).
@@ -196,4 +237,4 @@ class GlobalOpsMethods:
         """
         from bridge.ops.aggregate import Unique
 
-        return self._column_aggregate(Unique, column, ignore_nulls=ignore_nulls) or []
+        return self._column_aggregate(Unique, "unique", column, ignore_nulls=ignore_nulls) or []

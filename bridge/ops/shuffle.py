@@ -89,8 +89,11 @@ def row_spans(metas: list[BlockMetadata], start: int, stop: int) -> list[tuple[i
     return spans
 
 
-def repartition_fn(num_blocks: int) -> Any:
-    """The ``AllToAll`` function of ``repartition(n, shuffle=False)``: rows keep their order."""
+def repartition_fn(num_blocks: int, rows_per_block: int | None = None) -> Any:
+    """The ``AllToAll`` function of ``repartition(n, shuffle=False)``: rows keep their order.
+
+    ``rows_per_block``: cut every ``rows_per_block`` rows instead of into near-equal parts.
+    """
 
     def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
         refs, metas = exchange.flatten_refs(bundles)
@@ -101,12 +104,26 @@ def repartition_fn(num_blocks: int) -> Any:
         task = _concat_slices.options(max_retries=ctx.max_task_retries)
         outs = []
         for j in range(num_blocks):
-            start, stop = total * j // num_blocks, total * (j + 1) // num_blocks
+            if rows_per_block is None:
+                start, stop = total * j // num_blocks, total * (j + 1) // num_blocks
+            else:
+                start, stop = min(total, j * rows_per_block), min(total, (j + 1) * rows_per_block)
             spans = row_spans(metas, start, stop) or [(0, 0, 0)]
             outs.append(task.remote([(s, n) for _, s, n in spans], *[refs[i] for i, _, _ in spans]))
         del refs
         out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
+
+    return run
+
+
+def repartition_rows_fn(rows_per_block: int) -> Any:
+    """The ``AllToAll`` function of ``repartition(target_num_rows_per_block=n)``: n-row blocks, order kept."""
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        total = sum(m.num_rows for b in bundles for m in b.metas)
+        num_blocks = max(1, -(-total // rows_per_block))
+        return repartition_fn(num_blocks, rows_per_block)(bundles, ctx)  # type: ignore[no-any-return]
 
     return run
 
