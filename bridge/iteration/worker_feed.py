@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
@@ -45,22 +47,19 @@ class WorkerFeed:
         self._epoch_batches = epoch_batches
         self._timeout = connect_timeout_s
         self.authkey = secrets.token_bytes(16)
-        path = os.path.join(tempfile.mkdtemp(prefix="raybridge-feed-"), "sock")
+        folder = tempfile.mkdtemp(prefix="raybridge-feed-")
+        path = os.path.join(folder, "sock")
         self._listener = Listener(path, family="AF_UNIX", authkey=self.authkey)
         self.address = path
         self.owner_pid = os.getpid()
         self._rounds: dict[Any, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.epoch = 0
-        threading.Thread(target=self._accept_loop, name="raybridge-worker-feed", daemon=True).start()
-
-    def _accept_loop(self) -> None:
-        while True:
-            try:
-                conn = self._listener.accept()
-            except (OSError, EOFError):
-                return
-            threading.Thread(target=self._hello, args=(conn,), daemon=True).start()
+        # The socket and its folder go when the feed is closed, dropped, or at exit; the
+        # accept thread holds the feed only weakly so that dropping the exporter drops it.
+        self._finalizer = weakref.finalize(self, _remove, self._listener, folder, self.owner_pid)
+        threading.Thread(target=_accept_loop, args=(self._listener, weakref.ref(self)),
+                         name="raybridge-worker-feed", daemon=True).start()
 
     def _hello(self, conn: Connection) -> None:
         try:
@@ -98,7 +97,31 @@ class WorkerFeed:
                 c.close()
 
     def close(self) -> None:
-        self._listener.close()
+        self._finalizer()
+
+
+def _accept_loop(listener: Listener, feed_ref: weakref.ref[WorkerFeed]) -> None:
+    while True:
+        try:
+            conn = listener.accept()
+        except (OSError, EOFError):
+            return
+        feed = feed_ref()
+        if feed is None:
+            conn.close()
+            return
+        threading.Thread(target=feed._hello, args=(conn,), daemon=True).start()
+        del feed
+
+
+def _remove(listener: Listener, folder: str, owner_pid: int) -> None:
+    if os.getpid() != owner_pid:  # a forked DataLoader worker's copy: the socket is the parent's
+        return
+    try:
+        listener.close()
+    except OSError:
+        pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def worker_batches(address: str, authkey: bytes, token: Any, worker_id: int, num_workers: int) -> Iterator[pa.Table]:

@@ -1,0 +1,36 @@
+"""The DataLoader-worker feed leaves nothing behind in the temporary directory."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+import pytest
+
+import bridge
+from bridge.iteration.worker_feed import WorkerFeed
+
+
+def test_feed_folder_removed_on_close_and_when_dropped():
+    feed = WorkerFeed(lambda epoch: iter(()))
+    folder = os.path.dirname(feed.address)
+    assert os.path.isdir(folder)
+    feed.close()
+    assert not os.path.exists(folder)
+
+    feed = WorkerFeed(lambda epoch: iter(()))
+    folder = os.path.dirname(feed.address)
+    del feed
+    gc.collect()
+    assert not os.path.exists(folder)
+
+
+def test_to_torch_with_workers_leaves_no_feed_folder():
+    torch = pytest.importorskip("torch")
+    tds = bridge.range(200).to_torch(batch_size=50)
+    folder = os.path.dirname(tds._feed.address)
+    loader = torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)
+    assert sum(len(b["id"]) for b in loader) == 200
+    del loader, tds
+    gc.collect()
+    assert not os.path.exists(folder)
