@@ -237,6 +237,52 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
     return collate
 
 
+def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Callable[[Any], Any] | None]:
+    """``map_batches(..., batch_format="torch", device=...)``: ``(block -> batch, handoff)``.
+
+    ``block -> batch`` gives ``{column: tensor}`` by this module's rules; on a CUDA
+    device the tensors are copied through pinned host memory (torch's caching host
+    allocator reuses the pinned buffers) on a side stream, waiting for the copy,
+    so a pool actor's second thread prepares batch k+1 while batch k runs.
+    ``handoff`` (``None`` on the CPU) runs on the thread of the user's code right
+    before it and records that thread's current stream on every tensor.
+    """
+    torch = _torch()
+    dev = _resolve_device(device or "cpu")
+
+    def host(pieces: Any) -> Any:
+        """A block, or a list of blocks (one batch's pieces): ``{column: tensor}`` on the host."""
+        if not isinstance(pieces, list):
+            return block_to_torch(pieces)
+        if len(pieces) == 1:
+            return block_to_torch(pieces[0])
+        parts = [block_to_torch(p) for p in pieces]
+        out: dict[str, Any] = {}
+        for name in parts[0]:
+            values = [p[name] for p in parts]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                shape = (sum(len(v) for v in values), *values[0].shape[1:])
+                # One copy, straight into (cached, reused) pinned memory when the batch goes to a GPU.
+                buf = torch.empty(shape, dtype=values[0].dtype, pin_memory=dev.type == "cuda")
+                out[name] = torch.cat(values, out=buf)
+            else:
+                out[name] = [x for v in values for x in v]
+        return out
+
+    if dev.type != "cuda":
+        return host, None
+    stream = torch.cuda.Stream(device=dev)
+
+    def convert(pieces: Any) -> Any:
+        cpu = host(pieces)
+        with torch.cuda.stream(stream):
+            moved = _move(cpu, dev, True)
+        stream.synchronize()
+        return moved
+
+    return convert, cuda_handoff(dev)
+
+
 _FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls")
 
 

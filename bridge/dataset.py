@@ -161,6 +161,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         num_cpus: float | None = None,
         num_gpus: float | None = None,
         zero_copy_batch: bool = True,
+        device: str | None = None,
         compute: Any = None,
         **ray_remote_args: Any,
     ) -> Dataset:
@@ -170,7 +171,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             fn: A function, or a class whose instances are callable (constructed once
                 per worker; with ``concurrency`` it runs in an actor pool).
             batch_size: Rows per call; ``None`` (default) passes whole blocks, fastest.
-            batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"`` or ``"pyarrow"``.
+            batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"``, ``"pyarrow"`` or ``"torch"``
+                (``{column: torch.Tensor}``, dtype rules of ``adapters/torch_adapter.py``).
+            device: With ``batch_format="torch"``: where the tensors are, e.g. ``"cuda"`` in a
+                ``num_gpus=1`` actor -- copied through pinned memory on a side stream while the
+                previous batch runs, ordered against the stream the function runs on.
             concurrency: For classes, the actor pool size ``n`` or ``(min, max)``.
             num_cpus, num_gpus: Ray resources per task or actor.
             zero_copy_batch: ``True`` (default): NumPy batches are read-only views of the
@@ -195,7 +200,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         if not zero_copy_batch and batch_format in ("numpy", "default"):
             fn = writable_batches(fn)
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
-        transform = map_batches_transform(user, batch_format, batch_size, label)
+        if device is not None and batch_format != "torch":
+            from bridge.errors import BridgeValueError
+
+            msg = f"{label}: device={device!r} needs batch_format='torch'; got batch_format={batch_format!r}"
+            raise BridgeValueError(msg, "pass batch_format='torch' to get tensors on the device")
+        transform = map_batches_transform(user, batch_format, batch_size, label, device=device)
         return self._map_like(transform, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
                               min_rows=batch_size)
 

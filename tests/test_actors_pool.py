@@ -70,7 +70,9 @@ def test_two_cpus_pool_does_not_deadlock(concurrency):
     assert ds.count() == 5000
     extra = _pool_stats(ds, "MapBatches(CountInits)")
     # The pool borrowed CPUs (fractional reservations) instead of taking every CPU: one stays for tasks.
-    assert extra["cpus_per_actor"] * int(extra["pool"].split("-")[1]) <= cpus - 1.0 + 1e-6
+    # (stats round cpus_per_actor to 3 decimals: allow that rounding per actor)
+    actors = int(extra["pool"].split("-")[1])
+    assert extra["cpus_per_actor"] * actors <= cpus - 1.0 + 5e-4 * actors + 1e-6
 
 
 @pytest.mark.timeout(180)

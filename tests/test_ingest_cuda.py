@@ -116,3 +116,36 @@ def test_device_index_beyond_the_visible_devices_is_a_bridge_error():
     count = torch.cuda.device_count()
     with pytest.raises(bridge.BridgeError, match=f"sees {count} CUDA device"):
         bridge.range(4).iter_torch_batches(device=f"cuda:{count}")
+
+
+class _LaggingSums:
+    """A GPU actor whose kernels lag: it queues GPU work before reading each batch."""
+
+    def __init__(self) -> None:
+        self.lag = LAG_MS * _cycles_per_ms()
+
+    def __call__(self, batch: dict) -> dict:
+        ids, v = batch["id"], batch["v"]
+        assert ids.is_cuda and v.is_cuda
+        torch.cuda._sleep(self.lag)
+        ids_sum, v_sum = ids.sum(), v.sum()  # queued behind the sleep
+        n = len(ids)
+        return {"first": ids[:1].cpu().expand(n).clone(), "n": torch.full((n,), n),
+                "ids_sum": ids_sum.cpu().expand(n).clone(), "v_sum": v_sum.cpu().expand(n).clone()}
+
+
+def test_map_batches_torch_on_cuda_in_a_gpu_actor_is_exact():
+    rows = ROWS // 4
+    out = _dataset(rows).map_batches(_LaggingSums, batch_format="torch", device="cuda", batch_size=BATCH,
+                                     num_gpus=1, concurrency=1).to_arrow()
+    firsts = out.column("first").to_numpy()
+    ns = out.column("n").to_numpy()
+    sums = out.column("ids_sum").to_numpy()
+    vsums = out.column("v_sum").to_numpy()
+    scale = WIDTH * (WIDTH + 1) // 2
+    assert len(out) == rows
+    for i in range(0, rows, BATCH):
+        first, n = int(firsts[i]), int(ns[i])
+        assert first == i and n == min(BATCH, rows - i)
+        want = sum(range(first, first + n))
+        assert int(sums[i]) == want and int(vsums[i]) == want * scale

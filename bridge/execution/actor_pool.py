@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import heapq
 import itertools
@@ -44,7 +43,7 @@ from bridge.execution.actor_sizing import fit_pools_to_cluster, pool_size
 from bridge.execution.bundle import RefBundle
 from bridge.execution.operators import PhysicalOp, run_block_transform
 from bridge.execution.planner import ACTOR_OP_BUILDER
-from bridge.execution.transform import BlockTransform, TaskContext
+from bridge.execution.transform import BlockTransform, TaskContext, set_user_call_lock
 from bridge.plan.logical import MapLike
 
 logger = logging.getLogger(__name__)
@@ -73,16 +72,17 @@ class _PoolWorker:
         # Ray Data's contract: a synchronous __call__ runs on one thread at a time, whatever the
         # actor's max_concurrency (user code keeps unguarded state: a model, a counter, a CUDA stream).
         # Only a class whose __call__ is a coroutine function opts into concurrent calls.
+        # The lock is held around each call of user code only (call_user_fn), so with the actor's
+        # second thread the next batch is fetched, sliced and formatted (for torch: copied to the
+        # GPU) while this one runs, and its output converted while the next one runs.
         user = transform.user
         concurrent = user is not None and user.is_async_class
-        self._call_lock: threading.Lock | contextlib.nullcontext[None] = (
-            contextlib.nullcontext() if concurrent else threading.Lock())
+        set_user_call_lock(None if concurrent else threading.Lock())
 
     def ready(self) -> int:
         # Running the transform over no blocks constructs the user's class (UserFn.resolve),
         # so an error in __init__ surfaces here, before any batch is sent.
-        with self._call_lock:
-            list(self.transform(iter(()), TaskContext(-1, self.op_name)))
+        list(self.transform(iter(()), TaskContext(-1, self.op_name)))
         return os.getpid()
 
     @ray.method(num_returns=2)
@@ -90,8 +90,7 @@ class _PoolWorker:
         if slices is not None:
             # Slicing here is zero-copy: the driver never splits blocks with extra tasks.
             blocks = tuple(b.slice(offset, length) for b, (offset, length) in zip(blocks, slices))
-        with self._call_lock:
-            return run_block_transform(self.transform, self.op_name, index, None, blocks)
+        return run_block_transform(self.transform, self.op_name, index, None, blocks)
 
 
 @dataclasses.dataclass
@@ -228,7 +227,10 @@ class ActorPoolOp(PhysicalOp):
 
     # ------------------------------------------------------------------ actors
     def _actor_options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {"max_restarts": 0, "max_task_retries": 0}
+        # Two threads: one runs the user's code, the other prepares the next call (see _PoolWorker).
+        # A GPU actor gets a third: two batches are copied to the host's pinned memory at once.
+        opts: dict[str, Any] = {"max_restarts": 0, "max_task_retries": 0,
+                                "max_concurrency": 3 if self.num_gpus else 2}
         opts.update(self.remote_args)
         opts["num_cpus"] = self.num_cpus
         if self.num_gpus:

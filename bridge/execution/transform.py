@@ -104,9 +104,26 @@ class UserFn:
         return inst  # type: ignore[no-any-return]
 
 
+#: Set in a pool actor (``set_user_call_lock``): every call of user code in that process holds it,
+#: so the user's code runs on one thread at a time while the actor's other thread fetches and
+#: formats the next batch (and writes back the last one).
+_user_call_lock: threading.Lock | None = None
+
+
+def set_user_call_lock(lock: threading.Lock | None) -> None:
+    global _user_call_lock
+    _user_call_lock = lock
+
+
 def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContext, op: str) -> Any:
     try:
-        return fn(arg, *user.args, **user.kwargs)
+        lock = _user_call_lock
+        if lock is None:
+            return fn(arg, *user.args, **user.kwargs)
+        with lock:
+            out = fn(arg, *user.args, **user.kwargs)
+            # A generator's body is user code too: run it here, under the lock.
+            return list(out) if _is_generator(out) else out
     except BridgeError:
         raise
     except Exception as err:
@@ -150,15 +167,73 @@ def rebatch(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Block]:
         yield concat_blocks(pending)
 
 
-def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | None, label: str) -> BlockTransform:
-    fmt = batch_mod.normalize_format(batch_format)
+class Pieces(list):  # type: ignore[type-arg]
+    """One batch as the zero-copy slices of the blocks it spans (``rebatch_pieces``)."""
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.num_rows for p in self)
+
+    @property
+    def num_columns(self) -> int:
+        return int(self[0].num_columns) if self else 0
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self[0].schema
+
+
+def rebatch_pieces(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Pieces]:
+    """Like :func:`rebatch`, but each batch is the list of slices it spans, not joined."""
+    if batch_size is None:
+        for b in blocks:
+            yield Pieces([b])
+        return
+    pending = Pieces()
+    have = 0
+    for b in blocks:
+        start, n = 0, b.num_rows
+        while start < n:
+            take = min(batch_size - have, n - start)
+            pending.append(b.slice(start, take))
+            have += take
+            start += take
+            if have == batch_size:
+                yield pending
+                pending, have = Pieces(), 0
+    if have:
+        yield pending
+
+
+def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | None, label: str,
+                          device: str | None = None) -> BlockTransform:
+    """``fn(batch)`` per batch; ``batch_format="torch"`` gives ``{column: tensor}`` on ``device``.
+
+    The torch format's tensors are copied to a CUDA ``device`` through pinned memory on a
+    side stream while the previous batch runs (in a pool actor, on its second thread), and
+    handed to the user's code ordered against the stream it runs on.
+    """
+    fmt = "torch" if batch_format == "torch" else batch_mod.normalize_format(batch_format)
 
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         fn = user.resolve(label)
-        for b in rebatch(blocks, batch_size):
+        to_batch: Callable[[Block], Any] = lambda b: batch_mod.to_batch(b, fmt)  # noqa: E731
+        if fmt == "torch":
+            from adapters.torch_adapter import torch_batch_converter
+
+            to_batch, handoff = torch_batch_converter(device)
+            if handoff is not None:
+                user_fn = fn
+
+                def fn(batch: Any, *args: Any, **kwargs: Any) -> Any:
+                    return user_fn(handoff(batch), *args, **kwargs)
+        # The torch converter takes a batch's pieces as they are (a batch straddling two blocks is
+        # copied once, straight into pinned memory, instead of joined in Arrow and then copied).
+        batches = rebatch_pieces(blocks, batch_size) if fmt == "torch" else rebatch(blocks, batch_size)
+        for b in batches:
             if b.num_rows == 0 and b.num_columns > 0 and batch_size is not None:
                 continue
-            out = call_user_fn(fn, batch_mod.to_batch(b, fmt), user, ctx, label)
+            out = call_user_fn(fn, to_batch(b), user, ctx, label)
             results = out if _is_generator(out) else [out]
             for res in results:
                 try:

@@ -104,6 +104,7 @@ class GpuSampler:
         import threading
 
         self.samples: list[float] = []
+        self.times: list[float] = []
         self._stop = threading.Event()
         self._interval = interval
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -118,23 +119,35 @@ class GpuSampler:
 
     def _run(self) -> None:
         import subprocess
+        import time
 
         while not self._stop.is_set():
             try:
                 out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
                                      capture_output=True, text=True, timeout=5).stdout
                 self.samples.append(float(out.split()[0]))
+                self.times.append(time.perf_counter())
             except (OSError, ValueError, IndexError, subprocess.SubprocessError):
                 return
             self._stop.wait(self._interval)
 
-    def steady(self) -> float | None:
-        """Median utilisation, leaving out the first and last fifth of the samples (start-up, drain)."""
+    def steady(self, window: tuple[float, float] | None = None) -> float | None:
+        """Median utilisation over ``window`` (``time.perf_counter()`` bounds: the steady phase a
+        contender measured), else leaving out the first and last fifth of the samples."""
         import statistics
 
+        if window is not None:
+            inside = [u for t, u in zip(self.times, self.samples) if window[0] <= t <= window[1]]
+            if inside:
+                return statistics.median(inside)
         cut = len(self.samples) // 5
         body = self.samples[cut:len(self.samples) - cut] or self.samples
         return statistics.median(body) if body else None
+
+
+#: A contender may put ``[start, end]`` (``time.perf_counter()``) of its steady phase here; the GPU use
+#: reported by :func:`run_in_process` is then sampled over that phase only.
+STEADY_WINDOW: list[float] = []
 
 
 def run_in_process(bench: Benchmark, scale: Scale, calls: int = 3, cpus: int | None = None) -> dict[str, Any]:
@@ -161,9 +174,10 @@ def run_in_process(bench: Benchmark, scale: Scale, calls: int = 3, cpus: int | N
                 run = setup(scale)
                 figures, utils = [], []
                 for _ in range(calls):
+                    STEADY_WINDOW.clear()
                     with GpuSampler() as gpu:
                         figures.append(run())
-                    utils.append(gpu.steady())
+                    utils.append(gpu.steady(tuple(STEADY_WINDOW) if len(STEADY_WINDOW) == 2 else None))  # type: ignore[arg-type]
             except Exception as err:  # noqa: BLE001 - reported, the next contender still runs
                 print(f"[{bench.name}] {name:<16} error: {type(err).__name__}: {str(err)[:300]}", flush=True)
                 continue
