@@ -524,10 +524,16 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return sum(b.num_rows for b in bundles)
 
     def schema(self) -> pa.Schema | None:
-        """The Arrow schema (runs the plan up to its first non-empty block if needed)."""
+        """The Arrow schema: from the plan when it says (sources, selections, limits), else by
+        running the plan up to its first non-empty block."""
+        from bridge.plan.schema import known_schema
+
         plan = self._plan
         if isinstance(plan, InputData):
             return _first_schema(plan.bundles)
+        known = known_schema(plan)
+        if known is not None:
+            return known
         bundles, _ = self._execute()
         seen: list[RefBundle] = []
         try:
@@ -598,8 +604,14 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return reader.__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:
+        from bridge.plan.schema import known_schema
+
         ops = " -> ".join(op.name for op in self._plan.chain())
-        return f"Dataset({ops})"
+        schema = known_schema(self._plan)  # never runs anything
+        if schema is None:
+            return f"Dataset({ops})"
+        fields = ", ".join(f"{f.name}: {f.type}" for f in schema)
+        return f"Dataset({ops}, schema={{{fields}}})"
 
     def __reduce__(self) -> Any:
         return (Dataset, (self._plan, self._stats_parent))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.block import Block, BlockMetadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclasses.dataclass
@@ -56,6 +59,10 @@ class Datasource:
 
     def describe(self) -> str:
         return self.name
+
+    def known_schema(self) -> pa.Schema | None:
+        """The schema of the blocks, when known without reading (``repr`` and ``schema()`` use it)."""
+        return None
 
 
 def default_num_blocks(size_bytes: int | None, num_rows: int | None, override: int | None = None) -> int:

@@ -128,9 +128,13 @@ class ParquetDatasource(Datasource):
         out.__dict__.update(self.__dict__)
         return out
 
+    def known_schema(self) -> pa.Schema:
+        # The files' unified schema was read from their footers when the source was made.
+        return self.schema if self.columns is None else pa.schema([self.schema.field(c) for c in self.columns])
+
     # ----------------------------------------------------------------- tasks
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
-        out_schema = self.schema if self.columns is None else pa.schema([self.schema.field(c) for c in self.columns])
+        out_schema = self.known_schema()
         if not self.units:
             # Everything pruned (or empty files): one empty block keeps the schema.
             return [ReadTask(_EmptyRead(out_schema), meta(0, 0, out_schema, []))]

@@ -52,6 +52,9 @@ class RangeDatasource(Datasource):
             return pa.schema([(self.column, pa.fixed_shape_tensor(pa.int64(), list(self.shape)))])
         return pa.schema([(self.column, pa.int64())])
 
+    def known_schema(self) -> pa.Schema:
+        return self._schema()
+
     def describe(self) -> str:
         return f"Range(n={self.n})"
 
