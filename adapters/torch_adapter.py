@@ -166,7 +166,7 @@ def _device_tensors(obj: Any, torch: Any) -> Iterator[Any]:
             yield from _device_tensors(v, torch)
 
 
-def cuda_handoff(device: Any) -> Callable[[Any], Any]:
+def cuda_handoff(device: Any, copy_stream: Any = None) -> Callable[[Any], Any]:
     """Hand a batch copied on a side stream to the consumer's stream (called on the consumer's thread).
 
     The background thread copies each run to the device on its own stream and
@@ -176,12 +176,16 @@ def cuda_handoff(device: Any) -> Callable[[Any], Any]:
     dropped to the next copy at once, while kernels the consumer queued on its
     own stream may not have read it yet: wrong values that look right.
     Recording the consumer's current stream keeps the memory until the
-    kernels queued on it when the batch was dropped have run.
+    kernels queued on it when the batch was dropped have run.  With
+    ``copy_stream`` (copies not waited for on the host), the consumer's stream
+    first waits, on the GPU, for what was queued on the copy stream.
     """
     torch = _torch()
 
     def handoff(batch: Any) -> Any:
         consumer = torch.cuda.current_stream(device)
+        if copy_stream is not None:
+            consumer.wait_stream(copy_stream)
         for t in _device_tensors(batch, torch):
             t.record_stream(consumer)
         return batch
@@ -214,14 +218,18 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
                           "cast inside your collate_fn")
     pin = dev.type == "cuda" if pin_memory is None else bool(pin_memory)
     stream = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
-    handoff = cuda_handoff(dev) if dev.type == "cuda" else None
+    # From pinned memory the copy is not waited for here: the next run is converted and pinned
+    # while this one crosses, and the consumer's stream waits for it on the GPU (handoff). The
+    # pinned source stays reserved until the copy ran (torch's caching host allocator records it).
+    handoff = cuda_handoff(dev, stream if pin else None) if dev.type == "cuda" else None
 
     def to_device(out: Any) -> Any:
         if dev.type == "cpu":
             return out if not pin else _move(out, dev, False)
         with torch.cuda.stream(stream):
             moved = _move(out, dev, pin)
-        stream.synchronize()  # type: ignore[union-attr]
+        if not pin:
+            stream.synchronize()  # type: ignore[union-attr]
         return moved
 
     if collate_fn is None:
