@@ -8,6 +8,7 @@ import pytest
 
 import bridge
 from bridge.errors import SchemaMismatchError
+from bridge.pandas_types import block_to_pandas  # what Dataset.to_pandas gives
 from tests.ops_data import mixed_table
 
 
@@ -29,7 +30,7 @@ def _rows_multiset(df: pd.DataFrame) -> list[tuple]:
 
 def test_shuffle_is_a_permutation_and_moves_rows(table):
     out = _ds(table).random_shuffle(seed=3).to_pandas()
-    assert _rows_multiset(out) == _rows_multiset(table.to_pandas())
+    assert _rows_multiset(out) == _rows_multiset(block_to_pandas(table))
     assert out["v"].tolist() != table.column("v").to_pylist()
 
 
@@ -64,11 +65,11 @@ def test_sort_matches_pandas(table, blocks, keys, descending):
     out = _ds(table, blocks).sort(keys, descending=descending).to_pandas()
     cols = [keys] if isinstance(keys, str) else keys
     asc = [not d for d in descending] if isinstance(descending, list) else not descending
-    want = table.to_pandas().sort_values(cols, ascending=asc, na_position="last", kind="stable")
+    want = block_to_pandas(table).sort_values(cols, ascending=asc, na_position="last", kind="stable")
     got_keys = out[cols].astype(object).where(out[cols].notna(), None).values.tolist()
     want_keys = want[cols].astype(object).where(want[cols].notna(), None).values.tolist()
     assert got_keys == want_keys
-    assert _rows_multiset(out) == _rows_multiset(table.to_pandas())
+    assert _rows_multiset(out) == _rows_multiset(block_to_pandas(table))
 
 
 def test_sort_nulls_last_both_directions_and_zero_rows():
@@ -94,7 +95,7 @@ def test_repartition_keeps_order_and_balances(table):
     assert ds.to_arrow().equals(table)
     shuffled = _ds(table).repartition(2, shuffle=True)
     assert shuffled.num_blocks() == 2
-    assert _rows_multiset(shuffled.to_pandas()) == _rows_multiset(table.to_pandas())
+    assert _rows_multiset(shuffled.to_pandas()) == _rows_multiset(block_to_pandas(table))
 
 
 def test_random_sample_fraction_and_seed():
