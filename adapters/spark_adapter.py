@@ -145,6 +145,18 @@ def _wrap_spark_failure(err: Exception, what: str) -> BridgeError:
     return BridgeError(msg, hint)
 
 
+def _check_session_running(df: Any, what: str) -> None:
+    """A frame of a stopped session fails in Py4J with a message that points nowhere near the cause."""
+    try:
+        stopped = df.sparkSession.sparkContext._jsc is None
+    except Exception:  # noqa: BLE001 - a session we cannot inspect: let the job say what is wrong
+        return
+    if stopped:
+        msg = f"{what}: the SparkSession of this DataFrame was stopped (spark.stop() or bridge.stop_spark())"
+        raise BridgeError(msg, "create a new SparkSession (or bridge.init_spark) and build the DataFrame "
+                          "again from it; a Dataset made before the stop stays valid")
+
+
 def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto") -> MaterializedDataset:
     """A Spark DataFrame -> a Dataset whose blocks the driver owns (valid after Spark stops).
 
@@ -170,6 +182,7 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
     if not ADAPTER.is_native(df):
         msg = f"from_spark() needs a pyspark.sql.DataFrame; got {type(df).__module__}.{type(df).__name__}"
         raise BridgeError(msg, "build one with spark.createDataFrame(...) or spark.sql(...)")
+    _check_session_running(df, "from_spark")
     vectors = spark_types.check_spark_schema(df.schema)
     if parallelism is not None and parallelism < 1:
         raise BridgeError(f"from_spark: parallelism must be >= 1; got {parallelism}", "pass e.g. parallelism=8")
@@ -367,6 +380,7 @@ def init_spark(app_name: str, num_executors: int, executor_cores: int, executor_
     from bridge._ray import ensure_ray
 
     ensure_ray()
+    _check_cpus_for_executors(num_executors, executor_cores)
     merged = dict(configs or {})
     for key in _JAVA_OPTION_KEYS:
         merged[key] = f"{merged[key]} {JAVA17_OPTIONS}" if merged.get(key) else JAVA17_OPTIONS
@@ -385,6 +399,24 @@ def init_spark(app_name: str, num_executors: int, executor_cores: int, executor_
             hint = ("Ray must have num_executors * executor_cores free CPUs (check ray.available_resources()); "
                     "a second init_spark needs bridge.stop_spark() first")
             raise BridgeError(msg, hint) from err
+
+
+def _check_cpus_for_executors(num_executors: int, executor_cores: int) -> None:
+    """Fail now, not after RayDP's minute of waiting for executor actors Ray cannot place."""
+    import ray
+
+    want = num_executors * executor_cores
+    free = ray.available_resources().get("CPU", 0.0)
+    biggest = max((n.get("Resources", {}).get("CPU", 0.0) for n in ray.nodes() if n.get("Alive")), default=0.0)
+    if want <= free and executor_cores <= biggest:
+        return
+    total = ray.cluster_resources().get("CPU", 0.0)
+    msg = (f"init_spark: RayDP could not start Spark on Ray: num_executors * executor_cores = "
+           f"{num_executors} * {executor_cores} = {want} CPUs are needed; Ray has {free:g} free of {total:g}"
+           f" (largest node: {biggest:g})")
+    hint = ("lower num_executors or executor_cores, stop what holds the CPUs (bridge.stop_spark() for an "
+            "earlier session), or start Ray with more CPUs")
+    raise BridgeError(msg, hint)
 
 
 def _release_plain_gateway() -> None:
