@@ -93,6 +93,14 @@ class _PoolWorker:
         return run_block_transform(self.transform, self.op_name, index, None, blocks)
 
 
+def _read_quietly(ref: ray.ObjectRef) -> None:
+    """Consume a finished call's result whose error was already reported another way."""
+    try:
+        ray.get(ref, timeout=5)
+    except Exception:  # noqa: BLE001 - the error was reported through the call's other return
+        pass
+
+
 @dataclasses.dataclass
 class _WorkItem:
     """One call's input: block refs, with the (offset, length) of each to use when batching."""
@@ -351,6 +359,9 @@ class ActorPoolOp(PhysicalOp):
             self._on_actor_death(key, err, ref, index, item)
             return
         except ray.exceptions.RayTaskError as err:
+            # Read the failed call's other return too: an error object dropped unread makes Ray
+            # print "Unhandled error" and the worker's traceback to the user's terminal.
+            _read_quietly(block_ref)
             self._user_failures[index] += 1
             if actor is not None:
                 actor.in_flight.remove(ref)
