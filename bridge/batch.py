@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bridge import tensor
+from bridge.arrow_values import empty_array, is_list_like, object_column
 from bridge.block import Block, normalize_types
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         out = np.empty(len(col), dtype=object)
         out[:] = col.to_pylist()  # exact Python values (NumPy would make ints with nulls floats)
         return out
-    if _is_list_like(t) and _inner_nulls(col):
+    if is_list_like(t) and _inner_nulls(col):
         # NumPy would turn an inner null of list<int> into NaN (and the ints into floats): rows
         # become object arrays holding None instead, so nothing changes on the way back.
         out = np.empty(len(col), dtype=object)
@@ -111,17 +112,6 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
             out[i] = None if row is None else np.array(row, dtype=object)
         return out
     return col.to_numpy(zero_copy_only=False)
-
-
-def empty_array(t: pa.DataType) -> pa.Array:
-    """An array of no rows of any type, extension types included."""
-    if isinstance(t, pa.ExtensionType):
-        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
-    return pa.array([], type=t)
-
-
-def _is_list_like(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
 def _inner_nulls(col: pa.ChunkedArray | pa.Array) -> bool:
@@ -160,42 +150,10 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
     if arr.ndim >= 2:
         return tensor.fixed_tensor_array(arr)
     if arr.dtype == object:
-        return _object_column(arr, like)
+        return object_column(arr, like)
     if arr.dtype.kind in "US":
         return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
     return pa.array(arr)
-
-
-def _object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
-    items = list(values)
-    if not items and like is not None:
-        return empty_array(like)
-    first = next((v for v in items if v is not None), None)
-    if like is not None and isinstance(first, np.ndarray):
-        # Rows of an input list or tensor column: back to that very type where the rows fit it.
-        if tensor.is_fixed_tensor(like):
-            fixed = tensor.fixed_tensor_array_like(items, like)
-            if fixed is not None:
-                return fixed
-        elif _is_list_like(like) and all(v is None or (isinstance(v, np.ndarray) and v.ndim == 1) for v in items):
-            try:
-                return pa.array([None if v is None else v.tolist() for v in items], type=like)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-                pass
-    if like is not None and not tensor.is_tensor(like) and not isinstance(first, np.ndarray):
-        # Python objects (ints with None, Decimals, dicts...): the input column's type says what they were.
-        try:
-            return pa.array(items, type=like)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-            pass
-    if isinstance(first, np.ndarray):
-        arrays = [v for v in items if v is not None]
-        if all(a.ndim == 1 for a in arrays) and first.ndim == 1:
-            return pa.array([None if v is None else v for v in items])
-        if len(arrays) == len(items) and all(a.shape == first.shape for a in arrays):
-            return tensor.fixed_tensor_array(np.stack(arrays))
-        return tensor.variable_tensor_array(items)
-    return pa.array(items)
 
 
 def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:
@@ -211,7 +169,7 @@ def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> 
             value = value.detach().cpu()
         return _ndarray_column(np.asarray(value))
     if isinstance(value, (list, tuple)):
-        return _object_column(value, like)
+        return object_column(value, like)
     msg = f"column {name!r} has a value of type {type(value).__name__}, not an array"
     raise BatchTypeError(msg)
 
@@ -278,7 +236,7 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     if mod.startswith("pandas") and hasattr(batch, "columns"):
         from bridge.pandas_types import pandas_to_block
 
-        return _restore_types(pandas_to_block(batch, like), like)
+        return restore_types(pandas_to_block(batch, like), like)
     if hasattr(batch, "__arrow_c_stream__"):
         return normalize_types(pa.table(batch))
     msg = (
@@ -288,7 +246,7 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     raise BatchTypeError(msg)
 
 
-def _restore_types(block: Block, like: pa.Schema | None) -> Block:
+def restore_types(block: Block, like: pa.Schema | None) -> Block:
     """Cast pandas' lossy stand-ins back to the input column's type where the values allow.
 
     pandas holds an integer column with nulls as float64 and a boolean one as object; each
@@ -338,7 +296,7 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
             if isinstance(first, np.generic):
                 columns[k] = pa.array(values)
             else:
-                columns[k] = _object_column(values)
+                columns[k] = object_column(values)
         else:
             columns[k] = _from_pylist(values, like.field(k).type if like is not None and k in like.names else None)
     return to_block(columns, like)

@@ -51,6 +51,7 @@ import pyarrow.compute as pc
 import ray
 
 from bridge import tensor
+from bridge.arrow_values import object_column
 from bridge.block import Block
 
 if TYPE_CHECKING:
@@ -101,9 +102,7 @@ def _convert_column(col: pa.ChunkedArray, nullable: bool) -> Any:
 
     t = col.type
     if tensor.is_tensor(t):
-        from bridge.batch import column_to_numpy
-
-        return pd.Series(list(column_to_numpy(col)), dtype=object)
+        return pd.Series(list(tensor.tensor_to_numpy(col)), dtype=object)
     if _arrow_backed(t):
         return pd.Series(pd.arrays.ArrowExtensionArray(col))
     if nullable and _maskable(t):
@@ -187,8 +186,6 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
 
 def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, preserve_index: bool = False) -> Block:
     """One DataFrame -> one block (the reverse of :func:`block_to_pandas`; see the module docstring)."""
-    from bridge.batch import _object_column
-
     names = [str(c) for c in df.columns]
     if len(set(names)) != len(names):
         from bridge.errors import BridgeError
@@ -205,7 +202,7 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
         first = next((v for v in values if v is not None), None)
         if isinstance(first, np.ndarray):
             # One ndarray per row: the input's tensor or list type again where the rows fit it.
-            fixed[name] = _object_column(values, like_types.get(name))
+            fixed[name] = object_column(values, like_types.get(name))
     if not fixed:
         try:
             return pa.Table.from_pandas(df, preserve_index=preserve_index)
@@ -218,7 +215,7 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
         else:
             s = df.iloc[:, i]
             arrays.append(pa.Array.from_pandas(s) if s.dtype != np.dtype(object)
-                          else _object_column(s.to_numpy(), like_types.get(name)))
+                          else object_column(s.to_numpy(), like_types.get(name)))
     return pa.Table.from_arrays(arrays, names=names)
 
 

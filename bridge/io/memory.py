@@ -181,10 +181,10 @@ def pandas_to_block(df: Any) -> Block:
     like = schema_of(df)
     if like is not None:
         # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
-        from bridge.batch import _restore_types
+        from bridge.batch import restore_types
         from bridge.pandas_types import pandas_to_block as exact_block
 
-        return _restore_types(exact_block(df, like, preserve_index=not default), like)
+        return restore_types(exact_block(df, like, preserve_index=not default), like)
     try:
         return pa.Table.from_pandas(df, preserve_index=not default)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
