@@ -1,30 +1,12 @@
-"""The contract every adapter meets: one object per foreign framework, both directions."""
+"""The contract every adapter meets (:class:`bridge.registry.Adapter`), and small helpers adapters share."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
-if TYPE_CHECKING:
-    from bridge.dataset import Dataset
+from bridge.registry import Adapter
 
-
-@runtime_checkable
-class Adapter(Protocol):
-    """A bridge between one framework's objects and :class:`bridge.Dataset`.
-
-    ``is_native`` must never import the framework: if the user holds one of its
-    objects, the framework is already in ``sys.modules``.
-    """
-
-    name: str
-    package: str
-    extra: str
-
-    def is_native(self, obj: Any) -> bool: ...
-
-    def to_dataset(self, obj: Any, **options: Any) -> Dataset: ...
-
-    def from_dataset(self, ds: Dataset, **options: Any) -> Any: ...
+__all__ = ["Adapter", "module_of"]
 
 
 def module_of(obj: Any) -> str:

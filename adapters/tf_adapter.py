@@ -1,7 +1,7 @@
 """TensorFlow <-> Dataset: ``ds.to_tf(...)`` (a ``tf.data.Dataset``) and ``bridge.from_tf(...)``.
 
 dtype rules (Arrow column -> ``output_signature``), applied after the shared rules
-of ``bridge/iteration/training_columns.py`` (timestamps -> int64 with the unit
+of ``adapters/training_columns.py`` (timestamps -> int64 with the unit
 stated, nulls -> error naming the column unless ``fill_nulls``, dictionaries
 decoded, decimals -> error with the cast to use):
 
@@ -81,7 +81,7 @@ def spec_for(tf: Any, name: str, t: pa.DataType) -> Any:
 
 
 def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any) -> Any:
-    from bridge.iteration.training_columns import training_column
+    from adapters.training_columns import training_column
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":
@@ -319,6 +319,15 @@ class TFAdapter:
 
     def from_dataset(self, ds: Any, **options: Any) -> Any:
         return to_tf(ds, **options)
+
+    # What the core's iterators call through the registry (``bridge.registry.get_adapter("tf")``).
+    def batch_formatter(self, *, dtypes: Any = None, fill_nulls: Any = None) -> Any:
+        """``iter_tf_batches``' format: :func:`make_tf_formatter`."""
+        return make_tf_formatter(dtypes=dtypes, fill_nulls=fill_nulls)
+
+    def from_iterator(self, it: Any, feature_columns: Any, label_columns: Any = None, **options: Any) -> Any:
+        """``DataIterator.to_tf``: :func:`iterator_to_tf`."""
+        return iterator_to_tf(it, feature_columns, label_columns, **options)
 
 
 ADAPTER = TFAdapter()

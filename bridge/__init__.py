@@ -49,7 +49,7 @@ __version__ = "0.1.0"
 
 def from_any(obj: Any, **options: Any) -> Dataset:
     """Convert any supported object (DataFrame of any engine, Arrow, NumPy, ...) to a Dataset."""
-    from adapters import from_any as _from_any
+    from bridge.registry import from_any as _from_any
 
     return _from_any(obj, **options)
 
@@ -81,7 +81,7 @@ def from_blocks(blocks: Any) -> MaterializedDataset:
 
 def _adapter_door(adapter: str, direction: str, doc: str) -> Any:
     def door(obj: Any, **options: Any) -> Any:
-        from adapters import get_adapter
+        from bridge.registry import get_adapter
 
         return get_adapter(adapter).to_dataset(obj, **options)
 

@@ -172,7 +172,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                 per worker; with ``concurrency`` it runs in an actor pool).
             batch_size: Rows per call; ``None`` (default) passes whole blocks, fastest.
             batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"``, ``"pyarrow"`` or ``"torch"``
-                (``{column: torch.Tensor}``, dtype rules of ``adapters/torch_adapter.py``).
+                (``{column: torch.Tensor}``, dtype rules of ``adapters/torch_format.py``).
             device: With ``batch_format="torch"``: where the tensors are, e.g. ``"cuda"`` in a
                 ``num_gpus=1`` actor -- copied through pinned memory on a side stream while the
                 previous batch runs, ordered against the stream the function runs on.
@@ -619,7 +619,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     # Framework exporters live in adapters; these are the named doors.
     def to_any(self, target: str, **options: Any) -> Any:
         """Convert with the adapter registered as ``target`` (``"dask"``, ``"spark"``, ...)."""
-        from adapters import get_adapter
+        from bridge.registry import get_adapter
 
         return get_adapter(target).from_dataset(self, **options)
 

@@ -29,3 +29,27 @@ def test_pipeline_on_arrow_data_imports_no_framework():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.strip().splitlines()[-1:] in ([], [""]), f"the pipeline pulled in: {out.stdout.strip()}"
+
+
+def test_the_core_reaches_adapters_only_through_the_registry():
+    """No module of ``bridge/`` imports ``adapters`` (at module top or inside a function): the core finds an
+    adapter by name in :mod:`bridge.registry`, which loads the module with importlib."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "bridge"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(root.parent)}:{node.lineno} imports {n}"
+                          for n in names if n == "adapters" or n.startswith("adapters.")]
+    assert offenders == [], offenders
+    from bridge.registry import _BUILTIN
+
+    # ...and the registry names adapter modules as strings, loaded on first use.
+    assert all(module.startswith("adapters.") for module, _, _ in _BUILTIN.values())

@@ -219,9 +219,10 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
         fn = user.resolve(label)
         to_batch: Callable[[Block], Any] = lambda b: batch_mod.to_batch(b, fmt)  # noqa: E731
         if fmt == "torch":
-            from adapters.torch_adapter import torch_batch_converter
+            from bridge.registry import get_adapter
 
-            to_batch, handoff = torch_batch_converter(device)
+            torch_adapter: Any = get_adapter("torch")
+            to_batch, handoff = torch_adapter.batch_converter(device)
             if handoff is not None:
                 user_fn = fn
 

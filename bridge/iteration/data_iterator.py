@@ -85,28 +85,32 @@ class DataIterator:
 
     def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
         """Batches as dicts of torch tensors (arguments of :meth:`bridge.Dataset.iter_torch_batches`)."""
-        from adapters.torch_adapter import torch_batch_stream
+        from bridge.registry import get_adapter
 
-        return torch_batch_stream(lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
+        torch_adapter: Any = get_adapter("torch")
+        return torch_adapter.batch_stream(  # type: ignore[no-any-return]
+            lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
 
     def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,
                         drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                         local_shuffle_seed: int | None = None, fill_nulls: Any = None) -> Iterator[Any]:
         """Batches as ``{column: tf.Tensor}`` (dtype rules: ``adapters/tf_adapter.py``)."""
-        from adapters.tf_adapter import make_tf_formatter
+        from bridge.registry import get_adapter
 
+        tf_adapter: Any = get_adapter("tf")
         return self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
                                  local_shuffle_buffer_size=local_shuffle_buffer_size,
                                  local_shuffle_seed=local_shuffle_seed,
-                                 _formatter=make_tf_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
+                                 _formatter=tf_adapter.batch_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
               batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
         """A ``tf.data.Dataset`` of ``(features, labels)``; each pass over it is one epoch of this iterator."""
-        from adapters.tf_adapter import iterator_to_tf
+        from bridge.registry import get_adapter
 
-        return iterator_to_tf(self, feature_columns, label_columns, batch_size=batch_size, drop_last=drop_last,
-                              **options)
+        tf_adapter: Any = get_adapter("tf")
+        return tf_adapter.from_iterator(
+            self, feature_columns, label_columns, batch_size=batch_size, drop_last=drop_last, **options)
 
 
 class DatasetIterator(DataIterator):

@@ -148,7 +148,7 @@ class IngestMethods:
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
     ) -> Iterator[Any]:
-        """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_adapter.py``).
+        """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_format.py``).
 
         Conversion and the host-to-device copy run on the background thread,
         ``prefetch_batches`` ahead.  Returns a resumable iterator
@@ -159,11 +159,12 @@ class IngestMethods:
             >>> next(iter(bridge.range(4).iter_torch_batches(batch_size=2)))["id"].tolist()
             [0, 1]
         """
-        from adapters.torch_adapter import make_formatter
         from bridge.iteration.resumable import BatchIterator
+        from bridge.registry import get_adapter
 
-        formatter = make_formatter(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
-                                   fill_nulls=fill_nulls)
+        torch_adapter: Any = get_adapter("torch")
+        formatter = torch_adapter.batch_formatter(
+            dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls)
         return BatchIterator(self, batch_size=batch_size, prefetch_batches=prefetch_batches,  # type: ignore[arg-type]
                              drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
                              local_shuffle_seed=local_shuffle_seed, formatter=formatter)
@@ -215,7 +216,7 @@ class IngestMethods:
 
         ``batch_size=None`` yields rows (let the DataLoader batch them);
         otherwise batches (use ``DataLoader(..., batch_size=None)``).  See
-        ``bridge/iteration/torch_iterable.py`` for sharding, ``len()`` and resume.
+        ``adapters/torch_iterable.py`` for sharding, ``len()`` and resume.
 
         Example:
             >>> import bridge, torch

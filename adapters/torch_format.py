@@ -1,0 +1,300 @@
+"""Arrow blocks -> torch tensors: the format of ``iter_torch_batches``, ``to_torch`` and ``map_batches(batch_format="torch")``.
+
+dtype rules (Arrow column -> torch), applied after the shared rules of
+``adapters/training_columns.py`` (timestamps -> int64 with the unit
+stated, nulls -> error naming the column unless ``fill_nulls``, dictionaries
+decoded, decimals -> error with the cast to use):
+
+============================  =================================================================
+Arrow / NumPy                 torch
+============================  =================================================================
+int8, int16, int32, int64     same width (``torch.int8`` .. ``torch.int64``)
+uint8                         ``torch.uint8``
+uint16, uint32                ``torch.int64`` (torch has no arithmetic on uint16/32); lossless
+uint64                        ``UnsupportedTypeError`` (values may not fit int64), unless
+                              ``dtypes`` names a dtype for the column, which casts it
+float16, float32, float64     ``torch.float16``, ``torch.float32``, ``torch.float64``
+bool                          ``torch.bool``
+timestamp / date / duration   ``torch.int64`` (unit since the epoch; a warning says which)
+fixed-shape tensor            one stacked tensor ``(rows, *shape)``
+string / binary               a Python list (strings stay lists)
+list<number>                  a list of 1-d tensors, one per row
+variable-shape tensor         a list of tensors, one per row
+============================  =================================================================
+
+``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.
+Tensors made on the CPU share memory with the Arrow buffers where no cast or
+concatenation was needed; treat them as read-only.  A run of up to 16 batches
+is converted (and copied to the device) at once and each batch is a view of
+it (``bridge/iteration/block_format.py``), so a batch kept alive keeps its run.
+
+Example:
+    >>> import bridge
+    >>> b = next(iter(bridge.range(8).iter_torch_batches(batch_size=4)))
+    >>> b["id"].tolist()
+    [0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+_UINT_TO_INT64 = ("uint16", "uint32")
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as err:
+        from bridge.errors import missing_dependency
+
+        raise missing_dependency("torch", "raybridge[torch]", "the torch exporter") from err
+    return torch
+
+
+def _dtype_for(dtypes: Any, name: str) -> Any:
+    if dtypes is None:
+        return None
+    if isinstance(dtypes, dict):
+        return dtypes.get(name)
+    return dtypes
+
+
+def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any) -> Any:
+    """One ndarray -> a tensor sharing its memory where no cast is needed (warnings silenced by the caller)."""
+    np_dtype = arr.dtype
+    if np_dtype.kind == "u" and np_dtype.itemsize > 1:
+        if np_dtype.itemsize == 8 and dtype is None:
+            from bridge.errors import UnsupportedTypeError
+
+            msg = f"torch: column {name!r} is uint64, which torch cannot hold without risking overflow"
+            hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit) or cast the column to int64 "
+                    "or float64 before exporting")
+            raise UnsupportedTypeError(msg, hint)
+        arr = arr.astype(np.int64)
+    t = torch.from_numpy(arr) if type(arr) is np.ndarray and np_dtype.kind != "O" else torch.as_tensor(arr)
+    return t.to(dtype) if dtype is not None and t.dtype != dtype else t
+
+
+def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) -> dict[str, Any]:
+    """One Arrow table -> ``{column: tensor | list}`` by the rules of the module docstring.
+
+    Run once per run of batches (see ``bridge/iteration/block_format.py``); the
+    batches are then slices of these tensors.
+    """
+    from adapters.training_columns import training_column
+
+    torch = _torch()
+    # Column rules first: their warnings (timestamps) must reach the user.
+    cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch", column=col)
+            for name, col in zip(block.column_names, block.columns)]
+    out: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # read-only Arrow buffers: torch warns that tensors share them
+        for col in cols:
+            name = col.name
+            dtype = _dtype_for(dtypes, name)
+            if col.kind == "dense":
+                out[name] = _dense_to_tensor(torch, name, col.value, dtype)
+            elif col.kind == "strings":
+                out[name] = col.value
+            elif col.kind == "ragged":
+                assert col.row_lengths is not None
+                flat = _dense_to_tensor(torch, name, col.value, dtype)
+                out[name] = list(torch.split(flat, col.row_lengths.tolist()))
+            else:
+                out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype) for a in col.value]
+    return out
+
+
+def _split_rows(value: Any, rows: int) -> Any:
+    """One column of a converted run cut into batches of ``rows``: one ``split`` call for a tensor."""
+    if isinstance(value, list):
+        return [value[s:s + rows] for s in range(0, len(value), rows)]
+    return value.split(rows)
+
+
+def _resolve_device(device: Any) -> Any:
+    torch = _torch()
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        from bridge.errors import BridgeError
+
+        msg = f"iter_torch_batches(device={device!r}): this process sees no CUDA device"
+        raise BridgeError(msg, "pass device='cpu' (or 'auto'), or run on a GPU worker (e.g. num_gpus=1)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        from bridge.errors import BridgeError
+
+        count = torch.cuda.device_count()
+        msg = (f"iter_torch_batches(device={device!r}): this process sees {count} CUDA device(s), "
+               f"cuda:0..cuda:{count - 1}")
+        raise BridgeError(msg, "pass device='cuda' (the current device) or an index below the count; "
+                               "check CUDA_VISIBLE_DEVICES")
+    return dev
+
+
+def _move(obj: Any, device: Any, pin: bool) -> Any:
+    torch = _torch()
+    if isinstance(obj, torch.Tensor):
+        if pin and device.type == "cuda" and not obj.is_pinned():
+            obj = obj.pin_memory()
+        return obj.to(device, non_blocking=device.type == "cuda")
+    if isinstance(obj, dict):
+        return {k: _move(v, device, pin) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], torch.Tensor):
+        return type(obj)(_move(v, device, pin) for v in obj)
+    return obj
+
+
+def _device_tensors(obj: Any, torch: Any) -> Iterator[Any]:
+    """Every CUDA tensor in a batch (a tensor, or dicts / lists / tuples of them)."""
+    if isinstance(obj, torch.Tensor):
+        if obj.is_cuda:
+            yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _device_tensors(v, torch)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _device_tensors(v, torch)
+
+
+def cuda_handoff(device: Any, copy_stream: Any = None) -> Callable[[Any], Any]:
+    """Hand a batch copied on a side stream to the consumer's stream (called on the consumer's thread).
+
+    The background thread copies each run to the device on its own stream and
+    waits for the copy, so the data is there; but the caching allocator
+    tracks a block by the stream that allocated it.  Without
+    ``record_stream`` it would hand the memory of a batch the consumer has
+    dropped to the next copy at once, while kernels the consumer queued on its
+    own stream may not have read it yet: wrong values that look right.
+    Recording the consumer's current stream keeps the memory until the
+    kernels queued on it when the batch was dropped have run.  With
+    ``copy_stream`` (copies not waited for on the host), the consumer's stream
+    first waits, on the GPU, for what was queued on the copy stream.
+    """
+    torch = _torch()
+
+    def handoff(batch: Any) -> Any:
+        consumer = torch.cuda.current_stream(device)
+        if copy_stream is not None:
+            consumer.wait_stream(copy_stream)
+        for t in _device_tensors(batch, torch):
+            t.record_stream(consumer)
+        return batch
+
+    return handoff
+
+
+def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Callable[..., Any] | None = None,
+                   pin_memory: bool | None = None, fill_nulls: Any = None) -> Callable[[Any], Any]:
+    """The conversion run on the iterator's background thread (callable on one Arrow table too).
+
+    Without ``collate_fn`` it is a :class:`~bridge.iteration.block_format.BlockFormat`:
+    each run of batches becomes tensors once (and goes to the device once, on
+    a side stream of the background thread, so the copy overlaps with the
+    training step), and every batch is a slice of those tensors.  A user
+    ``collate_fn`` gets each batch as NumPy on the background thread instead.
+    Either way the formatter's ``handoff`` runs on the consumer's thread for
+    each batch and orders the device copy against the consumer's current
+    CUDA stream (:func:`cuda_handoff`).  ``pin_memory=None`` pins host memory
+    when the device is CUDA.
+    """
+    from bridge.iteration.block_format import BlockFormat
+
+    torch = _torch()
+    dev = _resolve_device(device)
+    if collate_fn is not None and dtypes is not None:
+        from bridge.errors import BridgeError
+
+        raise BridgeError("iter_torch_batches: pass either collate_fn or dtypes, not both",
+                          "cast inside your collate_fn")
+    pin = dev.type == "cuda" if pin_memory is None else bool(pin_memory)
+    stream = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None
+    # From pinned memory the copy is not waited for here: the next run is converted and pinned
+    # while this one crosses, and the consumer's stream waits for it on the GPU (handoff). The
+    # pinned source stays reserved until the copy ran (torch's caching host allocator records it).
+    handoff = cuda_handoff(dev, stream if pin else None) if dev.type == "cuda" else None
+
+    def to_device(out: Any) -> Any:
+        if dev.type == "cpu":
+            return out if not pin else _move(out, dev, False)
+        with torch.cuda.stream(stream):
+            moved = _move(out, dev, pin)
+        if not pin:
+            stream.synchronize()  # type: ignore[union-attr]
+        return moved
+
+    if collate_fn is None:
+        return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)),
+                           split=_split_rows, handoff=handoff)
+
+    def collate(block: Any) -> Any:
+        from bridge.batch import to_numpy_batch
+
+        return to_device(collate_fn(to_numpy_batch(block)))
+
+    collate.handoff = handoff  # type: ignore[attr-defined]
+    return collate
+
+
+def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Callable[[Any], Any] | None]:
+    """``map_batches(..., batch_format="torch", device=...)``: ``(block -> batch, handoff)``.
+
+    ``block -> batch`` gives ``{column: tensor}`` by this module's rules; on a CUDA
+    device the tensors are copied through pinned host memory (torch's caching host
+    allocator reuses the pinned buffers) on a side stream, waiting for the copy,
+    so a pool actor's second thread prepares batch k+1 while batch k runs.
+    ``handoff`` (``None`` on the CPU) runs on the thread of the user's code right
+    before it and records that thread's current stream on every tensor.
+    """
+    torch = _torch()
+    dev = _resolve_device(device or "cpu")
+
+    def host(pieces: Any) -> Any:
+        """A block, or a list of blocks (one batch's pieces): ``{column: tensor}`` on the host."""
+        if not isinstance(pieces, list):
+            return block_to_torch(pieces)
+        if len(pieces) == 1:
+            return block_to_torch(pieces[0])
+        parts = [block_to_torch(p) for p in pieces]
+        out: dict[str, Any] = {}
+        for name in parts[0]:
+            values = [p[name] for p in parts]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                shape = (sum(len(v) for v in values), *values[0].shape[1:])
+                # One copy, straight into (cached, reused) pinned memory when the batch goes to a GPU.
+                buf = torch.empty(shape, dtype=values[0].dtype, pin_memory=dev.type == "cuda")
+                out[name] = torch.cat(values, out=buf)
+            else:
+                out[name] = [x for v in values for x in v]
+        return out
+
+    if dev.type != "cuda":
+        return host, None
+    stream = torch.cuda.Stream(device=dev)
+
+    def convert(pieces: Any) -> Any:
+        cpu = host(pieces)
+        with torch.cuda.stream(stream):
+            moved = _move(cpu, dev, True)
+        stream.synchronize()
+        return moved
+
+    return convert, cuda_handoff(dev)
+
+
+_FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls")
+
+
+def torch_batch_stream(run: Callable[[Callable[[Any], Any], dict[str, Any]], Iterator[Any]],
+                       options: dict[str, Any]) -> Iterator[Any]:
+    """Split ``options`` into formatting and iteration arguments and run ``run(formatter, iteration_kw)``."""
+    fmt_kw = {k: options.pop(k) for k in _FORMAT_KEYS if k in options}
+    return run(make_formatter(**fmt_kw), options)

@@ -1,0 +1,192 @@
+"""``ds.to_torch()``: a ``torch.utils.data.IterableDataset`` over a Dataset.
+
+The class subclasses torch's; this module is loaded only with the torch adapter
+(``bridge`` never imports it), and ``adapters.torch_adapter.TorchIterableDataset``
+names the same class.
+
+* **Ranks.** With ``torch.distributed`` initialised (or explicit ``rank=`` /
+  ``world_size=`` for other launchers such as Horovod), rank ``r`` takes rows
+  ``[r * per, (r + 1) * per)`` of the epoch's row stream, ``per = rows // world``
+  (``equal=True``; the remainder of fewer than ``world`` rows is dropped), so
+  every rank yields the same number of batches and DDP never hangs.  Every rank
+  runs the plan itself; with several ranks, seedless shuffles use a seed shared
+  by all ranks (broadcast from rank 0 when ``torch.distributed`` is initialised,
+  else ``0``) so the shares never overlap.  ``streaming_split`` runs the plan once
+  for all ranks instead.
+* **DataLoader workers.** With ``num_workers=k`` the creating process feeds
+  batch ``i`` to worker ``i % k`` (:mod:`adapters.worker_feed`): every row
+  exactly once, in the same order as ``num_workers=0``, converted in parallel.
+  Use ``DataLoader(tds, batch_size=None)`` when ``batch_size`` is set here.
+* **Length.** ``len()`` is this rank's batches (or rows when ``batch_size=None``).
+* **Resume.** ``state_dict()`` / ``load_state_dict()`` hold ``epoch``, ``seed`` and
+  ``rows_consumed`` (this rank's).  With ``num_workers > 0`` pass the number of
+  batches the loop consumed: ``state_dict(batches_consumed=i)``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from adapters.worker_feed import WorkerFeed, worker_batches
+from bridge.iteration.resumable import BatchIterator, check_state, new_seed
+
+#: Rows per chunk sent to workers when the exporter yields single rows.
+_ROW_CHUNK = 1024
+
+
+def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[int, int]:
+    if rank is not None or world_size is not None:
+        from bridge.errors import BridgeError
+
+        if rank is None or world_size is None or not 0 <= rank < world_size:
+            msg = f"to_torch: rank={rank!r}, world_size={world_size!r} do not name a rank of the world"
+            raise BridgeError(msg, "pass both, with 0 <= rank < world_size (e.g. hvd.rank(), hvd.size())")
+        return rank, world_size
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class TorchIterableDataset(torch.utils.data.IterableDataset):
+    """A Dataset as a torch ``IterableDataset`` (see :mod:`adapters.torch_iterable`).
+
+    Example:
+        >>> import bridge, torch
+        >>> tds = bridge.range(100).to_torch(batch_size=10)
+        >>> loader = torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)
+        >>> sum(len(b["id"]) for b in loader)  # doctest: +SKIP
+        100
+    """
+
+    def __init__(self, ds: Any, *, batch_size: int | None = None, dtypes: Any = None, device: Any = "cpu",
+                 collate_fn: Any = None, pin_memory: bool | None = None, fill_nulls: Any = None,
+                 drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                 local_shuffle_seed: int | None = None, prefetch_batches: int = 1, rank: int | None = None,
+                 world_size: int | None = None, seed: int | None = None, equal: bool = True) -> None:
+        from adapters.torch_format import make_formatter
+
+        self._ds = ds
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self._fmt_kw = dict(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
+                            fill_nulls=fill_nulls)
+        make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
+        self._iter_kw: dict[str, Any] = dict(prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
+                             local_shuffle_seed=local_shuffle_seed)
+        self.rank, self.world_size = _rank_world(rank, world_size, torch)
+        if seed is None:
+            seed = new_seed() if self.world_size == 1 else self._shared_seed(torch)
+        self.seed = int(seed)
+        self.epoch = 0
+        self.rows_consumed = 0
+        total = ds.count()
+        per, extra = divmod(total, self.world_size)
+        if equal:
+            extra = 0
+        self.start = self.rank * per + min(self.rank, extra)
+        self.stop = self.start + per + (1 if self.rank < extra else 0)
+        self._calls = 0
+        self._feed: WorkerFeed | None = WorkerFeed(self._epoch_tables)
+        self._feed_addr = (self._feed.address, self._feed.authkey)
+        self._owner_pid = os.getpid()
+
+    @staticmethod
+    def _shared_seed(torch: Any) -> int:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            box: list[Any] = [new_seed() if dist.get_rank() == 0 else None]
+            dist.broadcast_object_list(box, src=0)
+            return int(box[0])
+        return 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_feed"] = None  # the feed stays in the creating process
+        return state
+
+    # -------------------------------------------------------------- size and state
+    def num_rows(self) -> int:
+        """Rows this rank yields per epoch."""
+        return self.stop - self.start
+
+    def __len__(self) -> int:
+        rows = self.num_rows()
+        if self.batch_size is None:
+            return rows
+        return rows // self.batch_size if self.drop_last else -(-rows // self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Start the next iteration at ``epoch`` (like ``DistributedSampler.set_epoch``)."""
+        self.epoch, self.rows_consumed = int(epoch), 0
+
+    def state_dict(self, batches_consumed: int | None = None) -> dict[str, Any]:
+        rows = self.rows_consumed
+        if batches_consumed is not None:
+            rows = min(batches_consumed * (self.batch_size or 1), self.num_rows())
+        return {"epoch": self.epoch, "seed": self.seed, "rows_consumed": rows}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        check_state(state, "to_torch().load_state_dict")
+        self.epoch, self.seed = int(state["epoch"]), int(state["seed"])
+        self.rows_consumed = int(state["rows_consumed"])
+
+    # -------------------------------------------------------------- iteration
+    def _batch_iterator(self, formatter: Any, batch_size: int | None) -> BatchIterator:
+        it = BatchIterator(self._ds, batch_size=batch_size, drop_last=self.drop_last, formatter=formatter,
+                           epoch=self.epoch, seed=self.seed, batch_format="pyarrow", **self._iter_kw)
+        it.rows_consumed = self.start + self.rows_consumed
+        it.stop_row = self.stop
+        return it
+
+    def _epoch_tables(self, _round: int) -> Iterator[Any]:
+        """In the creating process: one epoch of Arrow batches for the DataLoader workers."""
+        it = self._batch_iterator(None, self.batch_size or _ROW_CHUNK)
+        for table in it:
+            yield table
+            self.rows_consumed = it.rows_consumed - self.start
+        self.epoch, self.rows_consumed = self.epoch + 1, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        from adapters.torch_format import make_formatter
+
+        info = torch.utils.data.get_worker_info()
+        if info is not None and os.getpid() != self._owner_pid:
+            fmt = make_formatter(**{**self._fmt_kw, "device": "cpu"})
+            self._calls += 1
+            token = (info.seed - info.id, self._calls)
+            tables = worker_batches(*self._feed_addr, token, info.id, info.num_workers)
+            yield from self._emit(fmt(t) for t in tables)
+            return
+        it = self._batch_iterator(make_formatter(**self._fmt_kw), self.batch_size or _ROW_CHUNK)
+        if self.batch_size is not None:
+            for batch in it:
+                self.rows_consumed = it.rows_consumed - self.start
+                yield batch
+        else:
+            for batch in it:
+                for row in self._rows(batch):
+                    self.rows_consumed += 1
+                    yield row
+        self.epoch, self.rows_consumed = self.epoch + 1, 0
+
+    def _emit(self, batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            if self.batch_size is not None:
+                yield batch
+            else:
+                yield from self._rows(batch)
+
+    @staticmethod
+    def _rows(batch: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        n = len(next(iter(batch.values()))) if batch else 0
+        for i in range(n):
+            yield {k: v[i] for k, v in batch.items()}
+
+    def __repr__(self) -> str:
+        return (f"TorchIterableDataset(rank={self.rank}/{self.world_size}, rows={self.num_rows()}, "
+                f"batch_size={self.batch_size}, epoch={self.epoch})")
