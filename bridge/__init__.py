@@ -79,23 +79,99 @@ def from_blocks(blocks: Any) -> MaterializedDataset:
     return _put_blocks(tables, "FromBlocks")
 
 
-def _adapter_door(adapter: str, direction: str, doc: str) -> Any:
-    def door(obj: Any, **options: Any) -> Any:
-        from bridge.registry import get_adapter
+def _door(adapter: str, obj: Any, **options: Any) -> MaterializedDataset:
+    from bridge.registry import get_adapter
 
-        return get_adapter(adapter).to_dataset(obj, **options)
-
-    door.__doc__ = doc
-    door.__name__ = direction
-    return door
+    return get_adapter(adapter).to_dataset(obj, **options)  # type: ignore[return-value]
 
 
-from_dask = _adapter_door("dask", "from_dask", "A Dask DataFrame -> Dataset (see adapters/dask_adapter.py).")
-from_spark = _adapter_door("spark", "from_spark", "A Spark DataFrame -> Dataset (see adapters/spark_adapter.py).")
-from_modin = _adapter_door("modin", "from_modin", "A Modin DataFrame -> Dataset (see adapters/modin_adapter.py).")
-from_mars = _adapter_door("mars", "from_mars", "A Mars/Xorbits DataFrame -> Dataset (see adapters/mars_adapter.py).")
-from_torch = _adapter_door("torch", "from_torch", "A torch Dataset -> Dataset (see adapters/torch_adapter.py).")
-from_tf = _adapter_door("tf", "from_tf", "A tf.data.Dataset -> Dataset (see adapters/tf_adapter.py).")
+def from_dask(ddf: Any) -> MaterializedDataset:
+    """A Dask DataFrame (or Series) -> Dataset with one block per partition, in order.
+
+    Works with any scheduler, Dask-on-Ray included: partitions the driver already
+    holds are put into the object store directly, the others are computed by Ray
+    tasks.  The pandas index survives when it is not the default ``RangeIndex``.
+
+    Example:
+        >>> import bridge, dask.dataframe as dd, pandas as pd
+        >>> bridge.from_dask(dd.from_pandas(pd.DataFrame({"x": range(6)}), npartitions=3)).count()  # doctest: +SKIP
+        6
+    """
+    return _door("dask", ddf)
+
+
+def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto") -> MaterializedDataset:
+    """A Spark DataFrame (plain ``SparkSession`` or Spark on Ray) -> Dataset owned by this driver.
+
+    The Dataset stays valid after ``spark.stop()``.  ``parallelism``: blocks to
+    aim for (default: Spark's partitions); ``method``: ``"auto"``, ``"raydp"``
+    (executors on Ray put Arrow batches straight into the object store) or
+    ``"arrow"`` (``mapInArrow`` through the driver).  Spark -> Arrow types follow
+    the rules documented in the Spark adapter.
+
+    Example:
+        >>> ds = bridge.from_spark(spark.range(100))  # doctest: +SKIP
+    """
+    return _door("spark", df, parallelism=parallelism, method=method)
+
+
+def from_modin(mdf: Any) -> MaterializedDataset:
+    """A Modin DataFrame (or Series) -> Dataset whose blocks are Modin's row partitions (Ray engine).
+
+    Example:
+        >>> import modin.pandas as mpd
+        >>> bridge.from_modin(mpd.DataFrame({"x": [1, 2, 3]})).count()  # doctest: +SKIP
+        3
+    """
+    return _door("modin", mdf)
+
+
+def from_mars(df: Any, *, batch_size: int | None = None) -> MaterializedDataset:
+    """A Mars / Xorbits DataFrame -> Dataset, fetched in chunks of ``batch_size`` rows.
+
+    Example:
+        >>> import xorbits.pandas as xpd
+        >>> bridge.from_mars(xpd.DataFrame({"x": [1, 2]})).count()  # doctest: +SKIP
+        2
+    """
+    return _door("mars", df, **({} if batch_size is None else {"batch_size": batch_size}))
+
+
+def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> MaterializedDataset:
+    """A torch map-style or iterable dataset, or a tensor -> Dataset (items read on the driver, in order).
+
+    A dict item becomes a row, a tuple ``(x, y, ...)`` columns ``item_0, item_1, ...``;
+    tensors of one shape stack into tensor columns.
+
+    Example:
+        >>> import torch
+        >>> bridge.from_torch(torch.utils.data.TensorDataset(torch.arange(4))).count()  # doctest: +SKIP
+        4
+    """
+    return _door("torch", dataset, rows_per_block=rows_per_block)
+
+
+def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> MaterializedDataset:
+    """A ``tf.data.Dataset`` -> Dataset (elements read on the driver, in order; ragged rows as lists).
+
+    Example:
+        >>> import tensorflow as tf
+        >>> bridge.from_tf(tf.data.Dataset.from_tensor_slices({"x": [1, 2]})).count()  # doctest: +SKIP
+        2
+    """
+    return _door("tf", dataset, rows_per_block=rows_per_block)
+
+
+def from_ray_data(ray_ds: Any) -> MaterializedDataset:
+    """A ``ray.data.Dataset`` -> Dataset over the same blocks (Ray Data's tensor columns become Arrow's).
+
+    Example:
+        >>> import ray.data
+        >>> bridge.from_ray_data(ray.data.range(5)).count()  # doctest: +SKIP
+        5
+    """
+    return _door("ray_data", ray_ds)
+
 
 #: Names resolved on first use, so that optional parts load only when used and
 #: each domain registers its public functions in its own module.
@@ -125,8 +201,6 @@ _LAZY = {
     # Spark on Ray (adapters/spark_adapter.py)
     "init_spark": "adapters.spark_adapter",
     "stop_spark": "adapters.spark_adapter",
-    # Ray Data interop (adapters/ray_data_adapter.py)
-    "from_ray_data": "adapters.ray_data_adapter",
 }
 
 
@@ -145,6 +219,11 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(msg) from err
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazily loaded ones (``read_*``, ``init_spark``, ...) included."""
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [
@@ -176,6 +255,7 @@ __all__ = [
     "from_numpy_refs",
     "from_pandas",
     "from_pandas_refs",
+    "from_ray_data",
     "from_spark",
     "from_tf",
     "from_torch",

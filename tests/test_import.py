@@ -53,3 +53,18 @@ def test_the_core_reaches_adapters_only_through_the_registry():
 
     # ...and the registry names adapter modules as strings, loaded on first use.
     assert all(module.startswith("adapters.") for module, _, _ in _BUILTIN.values())
+
+
+def test_doors_have_real_signatures_and_dir_lists_lazy_names():
+    import inspect
+
+    import bridge
+
+    assert list(inspect.signature(bridge.from_spark).parameters) == ["df", "parallelism", "method"]
+    assert list(inspect.signature(bridge.from_torch).parameters) == ["dataset", "rows_per_block"]
+    for door in (bridge.from_dask, bridge.from_spark, bridge.from_modin, bridge.from_mars, bridge.from_torch,
+                 bridge.from_tf, bridge.from_ray_data):
+        assert door.__doc__ and "Example:" in door.__doc__, door.__name__
+        assert ".py" not in door.__doc__.split("Example:")[0], f"{door.__name__}'s docstring points at a file"
+    names = dir(bridge)
+    assert {"read_parquet", "init_spark", "stop_spark", "Count", "from_ray_data", "Dataset"} <= set(names)
