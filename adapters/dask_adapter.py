@@ -185,8 +185,7 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
     import dask.dataframe as dd
 
     from bridge._ray import ensure_ray
-    from bridge.execution.bundle import RefBundle
-    from bridge.io.memory import _materialized
+    from bridge.io.memory import from_block_refs
 
     if isinstance(ddf, dd.Series):
         ddf = ddf.to_frame()
@@ -207,8 +206,7 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
         pairs = [_put_partition(part) if part is not None else _compute_partition.remote(sub, key, i)
                  for i, (sub, key, part) in enumerate(zip(shipped, keys, local))]
         metas = ray.get([m for _, m in pairs])
-    bundles = [RefBundle([b], [m]) for (b, _), m in zip(pairs, metas)]
-    return _materialized(bundles, "FromDask")
+    return from_block_refs([b for b, _ in pairs], metas, name="FromDask")
 
 
 def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
@@ -296,11 +294,6 @@ def _to_pandas(table: pa.Table, arrow_strings: bool, nullable: frozenset[str] = 
     return block_to_pandas(table, nullable, schema_attr=True, strings=strings)
 
 
-def _index_columns(schema: pa.Schema) -> list[str]:
-    meta = schema.pandas_metadata or {}
-    return [c for c in meta.get("index_columns", []) if isinstance(c, str)]
-
-
 @ray.remote
 def _index_bounds(block: pa.Table, start: int, length: int, column: str) -> tuple[Any, Any, bool]:
     import pyarrow.compute as pc
@@ -337,21 +330,13 @@ def dataset_to_dask(ds: Dataset, *, npartitions: int | None = None) -> Any:
 
     from bridge.io.datasource import split_even
 
-    bundles = list(ds.iter_internal_ref_bundles())
-    blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
-    schema = next((m.schema for _, m in blocks if m.schema is not None and m.num_rows), None)
-    schema = schema or next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
-    nonempty = [(r, m.num_rows) for r, m in blocks if m.num_rows]
-    total = sum(n for _, n in nonempty)
+    layout = ds.block_layout()
+    schema, nonempty, total = layout.schema, layout.blocks, layout.num_rows
     if npartitions is not None and npartitions < 1:
         msg = f"to_dask(npartitions={npartitions}): the partition count must be at least 1"
         raise BridgeError(msg, "pass npartitions=None for one partition per block")
     if npartitions is None:
-        ranges = []
-        start = 0
-        for _, n in nonempty:
-            ranges.append((start, start + n))
-            start += n
+        ranges = [(s, s + n) for s, (_, n) in zip(layout.starts, nonempty)]
     else:
         ranges = split_even(total, npartitions)
     ranges = ranges or [(0, 0)]
@@ -359,10 +344,10 @@ def dataset_to_dask(ds: Dataset, *, npartitions: int | None = None) -> Any:
     from dask.dataframe.utils import pyarrow_strings_enabled
 
     arrow_strings = pyarrow_strings_enabled()
-    index = _index_columns(schema)
+    index = layout.index_columns
     from bridge.pandas_types import nullable_columns
 
-    nullable = frozenset(nullable_columns([r for r, _ in nonempty]))
+    nullable = frozenset(nullable_columns(layout.refs))
     meta = _to_pandas(schema.empty_table(), arrow_strings, nullable)
     parts = [_BlockSlices(p, s, not index, arrow_strings, nullable) for p, (s, _) in zip(pieces, ranges)]
     divisions = _divisions(pieces, index, [s for s, _ in ranges], total) if total else None

@@ -19,10 +19,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import ray
 
-from bridge.block import BlockMetadata
 from bridge.errors import BridgeError
 
 if TYPE_CHECKING:
@@ -40,8 +38,7 @@ def _is_xorbits_frame(obj: Any) -> bool:
 def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> MaterializedDataset:
     """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
     from bridge._ray import ensure_ray
-    from bridge.execution.bundle import RefBundle
-    from bridge.io.memory import _materialized, pandas_to_block
+    from bridge.io.memory import from_blocks, pandas_to_block
 
     if not _is_xorbits_frame(df):
         msg = f"from_mars() needs an xorbits.pandas DataFrame; got {type(df).__module__}.{type(df).__name__}"
@@ -52,41 +49,40 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
     ensure_ray()
     if hasattr(df, "to_frame") and not hasattr(df, "columns"):
         df = df.to_frame()
-    bundles = []
-    try:
-        for part in df.iterbatch(batch_size=batch_size):
-            block = pandas_to_block(part)
-            bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
-    except BridgeError:
-        raise
-    except Exception as err:
-        msg = f"from_mars: Xorbits failed while fetching batch {len(bundles)}: {type(err).__name__}: {err}"
-        raise BridgeError(msg, "check the frame computes with df.head().to_pandas(); is xorbits.init() running?") \
-            from err
-    if not bundles:
-        block = pandas_to_block(df.head(0).to_pandas())
-        bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
-    return _materialized(bundles, "FromMars")
+    fetched = [0]
+
+    def blocks() -> Any:
+        try:
+            for part in df.iterbatch(batch_size=batch_size):
+                fetched[0] += 1
+                yield pandas_to_block(part)
+        except BridgeError:
+            raise
+        except Exception as err:
+            msg = f"from_mars: Xorbits failed while fetching batch {fetched[0]}: {type(err).__name__}: {err}"
+            raise BridgeError(msg, "check the frame computes with df.head().to_pandas(); is xorbits.init() "
+                                   "running?") from err
+        if not fetched[0]:  # an empty frame keeps its schema
+            yield pandas_to_block(df.head(0).to_pandas())
+
+    return from_blocks(blocks(), name="FromMars")
 
 
 def dataset_to_mars(ds: Dataset) -> Any:
     """Dataset -> Xorbits DataFrame with one chunk per non-empty block."""
     import xorbits.pandas as xpd
 
-    bundles = list(ds.iter_internal_ref_bundles())
-    blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
-    schema = next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
-    frames = []
-    for ref, meta in blocks:
-        if meta.num_rows:
-            frames.append(xpd.DataFrame(ray.get(ref).to_pandas()))
+    from bridge.pandas_types import block_to_pandas, nullable_columns
+
+    layout = ds.block_layout()
+    # One dtype per column in every chunk: masked where any block has nulls (or NaN); exact pandas rules.
+    nullable = frozenset(nullable_columns(layout.refs))
+    frames = [xpd.DataFrame(block_to_pandas(ray.get(ref), nullable)) for ref, _ in layout.blocks]
     if not frames:
-        return xpd.DataFrame(schema.empty_table().to_pandas())
+        return xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
     if len(frames) == 1:
         return frames[0]
-    index_cols = (schema.pandas_metadata or {}).get("index_columns", [])
-    keeps_index = any(isinstance(c, str) for c in index_cols)
-    return xpd.concat(frames, ignore_index=not keeps_index)
+    return xpd.concat(frames, ignore_index=not layout.index_columns)
 
 
 class MarsAdapter:

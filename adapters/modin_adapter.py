@@ -85,17 +85,14 @@ def dataset_to_modin(ds: Dataset) -> Any:
     from bridge._ray import ensure_ray
 
     ensure_ray()
-    bundles = list(ds.iter_internal_ref_bundles())
-    blocks = [(r, m) for b in bundles for r, m in zip(b.refs, b.metas)]
-    schema = next((m.schema for _, m in blocks if m.schema is not None and m.num_rows), None)
-    schema = schema or next((m.schema for _, m in blocks if m.schema is not None), None) or pa.schema([])
-    nonempty = [(r, m.num_rows) for r, m in blocks if m.num_rows]
+    layout = ds.block_layout()
+    nonempty = layout.blocks
     from bridge.pandas_types import block_to_pandas, nullable_columns
 
     # One dtype per column in every partition: masked where any block has nulls (or NaN).
-    nullable = frozenset(nullable_columns([r for r, _ in nonempty]))
-    meta = block_to_pandas(schema.empty_table(), nullable, schema_attr=True)
-    index_cols = [c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)]
+    nullable = frozenset(nullable_columns(layout.refs))
+    meta = block_to_pandas(layout.schema.empty_table(), nullable, schema_attr=True)
+    index_cols = layout.index_columns
     if _engine() != "Ray":
         # No Ray engine: build it from one pandas frame.
         return mpd.DataFrame(ds.to_pandas() if nonempty else meta)
@@ -106,13 +103,9 @@ def dataset_to_modin(ds: Dataset) -> Any:
         return from_partitions([ray.put(meta)], axis=0, index=pd.RangeIndex(0, 0), columns=meta.columns,
                                row_lengths=[0], column_widths=[len(meta.columns)])
 
-    starts, total = [], 0
-    for _, n in nonempty:
-        starts.append(total)
-        total += n
     range_index = not index_cols
-    refs = [_block_to_pandas.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, starts)]
-    index = pd.RangeIndex(0, total) if range_index else None
+    refs = [_block_to_pandas.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, layout.starts)]
+    index = pd.RangeIndex(0, layout.num_rows) if range_index else None
     try:
         return from_partitions(refs, axis=0, index=index, columns=meta.columns,
                                row_lengths=[n for _, n in nonempty], column_widths=[len(meta.columns)])

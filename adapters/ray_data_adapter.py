@@ -21,11 +21,9 @@ if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
 
 
-def _shared_bundles(ray_ds: Any) -> list[Any] | None:
-    """Our bundles over Ray Data's Arrow blocks, or None when some block is not a whole Arrow table."""
-    from bridge.execution.bundle import RefBundle
-
-    out = []
+def _shared_blocks(ray_ds: Any) -> tuple[list[Any], list[BlockMetadata]] | None:
+    """Ray Data's Arrow blocks as (refs, our metadata), or None when some block is not a whole Arrow table."""
+    refs, metas = [], []
     for bundle in ray_ds.iter_internal_ref_bundles():
         if not isinstance(bundle.schema, pa.Schema) and bundle.num_rows():
             return None
@@ -35,10 +33,10 @@ def _shared_bundles(ray_ds: Any) -> list[Any] | None:
             meta = entry.metadata
             if meta.num_rows is None:
                 return None
-            out.append(RefBundle([entry.ref], [BlockMetadata(
-                num_rows=meta.num_rows, size_bytes=int(meta.size_bytes or 0),
-                schema=bundle.schema if isinstance(bundle.schema, pa.Schema) else None)]))
-    return out
+            refs.append(entry.ref)
+            metas.append(BlockMetadata(num_rows=meta.num_rows, size_bytes=int(meta.size_bytes or 0),
+                                       schema=bundle.schema if isinstance(bundle.schema, pa.Schema) else None))
+    return refs, metas
 
 
 def from_ray_data(ray_ds: Any) -> MaterializedDataset:
@@ -49,16 +47,16 @@ def from_ray_data(ray_ds: Any) -> MaterializedDataset:
         >>> bridge.from_ray_data(ray.data.range(10)).count()
         10
     """
-    from bridge.io.memory import _materialized, from_arrow_refs
+    from bridge.io.memory import from_arrow_refs, from_block_refs
 
     data = sys.modules.get("ray.data")
     if data is None or not isinstance(ray_ds, data.Dataset):
         msg = f"from_ray_data() needs a ray.data.Dataset; got {type(ray_ds).__module__}.{type(ray_ds).__name__}"
         raise BridgeError(msg, "build one with ray.data.from_arrow(...) / ray.data.read_parquet(...)")
     materialized = ray_ds.materialize()
-    bundles = _shared_bundles(materialized)
-    if bundles is not None:
-        return _materialized(bundles, "FromRayData")
+    shared = _shared_blocks(materialized)
+    if shared is not None:
+        return from_block_refs(*shared, name="FromRayData")
     # pandas (or sliced) blocks: Ray Data converts them to Arrow tables in its own tasks.
     return from_arrow_refs(materialized.to_arrow_refs())
 

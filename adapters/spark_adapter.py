@@ -260,25 +260,20 @@ def _collect_arrow(df: Any, num_blocks: int | None) -> list[pa.Table]:
 
 
 def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors: list[str]) -> MaterializedDataset:
-    import ray
 
-    from bridge._ray import ensure_ray
-    from bridge.block import BlockMetadata, normalize_types
-    from bridge.dataset import MaterializedDataset
-    from bridge.execution.bundle import RefBundle
-    from bridge.plan.logical import InputData
+    from bridge.io.memory import from_blocks
 
-    ensure_ray()
-    bundles = []
-    for table in tables:
-        if table.num_rows == 0:
-            continue
-        block = normalize_types(spark_types.vectors_to_tensors(spark_types.repair_offsets(table), vectors))
-        bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
-    if not bundles:  # an empty frame keeps its schema
-        block = spark_types.empty_table(schema, tz, vectors)
-        bundles.append(RefBundle([ray.put(block)], [BlockMetadata.of(block)]))
-    return MaterializedDataset(InputData([], bundles, "FromSpark"))
+    def blocks() -> Iterator[pa.Table]:
+        empty = True
+        for table in tables:
+            if table.num_rows == 0:
+                continue
+            empty = False
+            yield spark_types.vectors_to_tensors(spark_types.repair_offsets(table), vectors)
+        if empty:  # an empty frame keeps its schema
+            yield spark_types.empty_table(schema, tz, vectors)
+
+    return from_blocks(blocks(), name="FromSpark")
 
 
 # ---------------------------------------------------------------- Dataset -> Spark

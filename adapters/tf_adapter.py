@@ -276,7 +276,7 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
     anything else a column ``item``.  Ragged elements become list columns.
     """
     from bridge.batch import to_block
-    from bridge.io.memory import _put_blocks
+    from bridge.io.memory import from_blocks
 
     tf = _tf()
 
@@ -302,7 +302,7 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
         for batch in dataset.ragged_batch(rows_per_block):
             yield to_block(columns(batch))
 
-    return _put_blocks(blocks(), "FromTF")
+    return from_blocks(blocks(), name="FromTF")
 
 
 class TFAdapter:

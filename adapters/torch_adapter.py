@@ -28,7 +28,7 @@ def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
         [{'item_0': 0.0, 'item_1': 0}]
     """
     from bridge.batch import to_block
-    from bridge.io.memory import _put_blocks
+    from bridge.io.memory import from_blocks
 
     torch = _torch()
 
@@ -60,7 +60,7 @@ def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
         if rows:
             yield to_block({k: column([r[k] for r in rows]) for k in rows[0]})
 
-    return _put_blocks(blocks(), "FromTorch")
+    return from_blocks(blocks(), name="FromTorch")
 
 
 class TorchAdapter:

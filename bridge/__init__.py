@@ -35,6 +35,8 @@ from bridge.errors import (
 from bridge.io.memory import (
     from_arrow,
     from_arrow_refs,
+    from_block_refs,
+    from_blocks,
     from_items,
     from_numpy,
     from_numpy_refs,
@@ -52,31 +54,6 @@ def from_any(obj: Any, **options: Any) -> Dataset:
     from bridge.registry import from_any as _from_any
 
     return _from_any(obj, **options)
-
-
-def from_blocks(blocks: Any) -> MaterializedDataset:
-    """A Dataset with exactly these blocks, in order: ``pyarrow.Table`` s or pandas DataFrames (Ray Data's door).
-
-    Example:
-        >>> import bridge, pyarrow as pa
-        >>> ds = bridge.from_blocks([pa.table({"a": [1, 2]}), pa.table({"a": [3]})])
-        >>> ds.num_blocks(), ds.take_all()
-        (2, [{'a': 1}, {'a': 2}, {'a': 3}])
-    """
-    import pyarrow as pa
-
-    from bridge.io.memory import _put_blocks, pandas_to_block
-
-    tables = []
-    for i, b in enumerate(blocks):
-        if isinstance(b, pa.Table):
-            tables.append(b)
-        elif type(b).__name__ == "DataFrame" and type(b).__module__.startswith("pandas"):
-            tables.append(pandas_to_block(b))
-        else:
-            msg = f"from_blocks: block {i} is a {type(b).__name__}; blocks are pyarrow.Tables or pandas DataFrames"
-            raise BridgeTypeError(msg, "convert it first, e.g. pa.table({...}), or use from_items / from_numpy")
-    return _put_blocks(tables, "FromBlocks")
 
 
 def _door(adapter: str, obj: Any, **options: Any) -> MaterializedDataset:
@@ -246,6 +223,7 @@ __all__ = [
     "from_any",
     "from_arrow",
     "from_arrow_refs",
+    "from_block_refs",
     "from_blocks",
     "from_dask",
     "from_items",

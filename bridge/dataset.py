@@ -44,6 +44,8 @@ from bridge.plan.logical import InputData, Limit, LogicalOp, MapLike, Project, R
 if TYPE_CHECKING:
     import pandas
 
+    from bridge.execution.bundle import BlockLayout
+
 
 def _fn_label(fn: Any) -> str:
     name = getattr(fn, "__name__", None) or type(fn).__name__
@@ -385,6 +387,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         executor = StreamingExecutor(ops, ctx, stats)
         return executor.iter_bundles(), stats
 
+    def block_layout(self) -> BlockLayout:
+        """The blocks (executing the plan once), their row offsets and schema: what an adapter that hands
+        blocks to another engine needs (see :class:`~bridge.execution.bundle.BlockLayout`)."""
+        from bridge.execution.bundle import BlockLayout
+
+        return BlockLayout.of(self.iter_internal_ref_bundles())
+
     def iter_internal_ref_bundles(self) -> Iterator[RefBundle]:
         """The output as :class:`RefBundle` s of block references (no data fetched)."""
         bundles, _ = self._execute()
@@ -675,14 +684,9 @@ def _source_label(plan: InputData) -> str:
 
 
 def _first_schema(bundles: list[RefBundle]) -> pa.Schema | None:
-    fallback = None
-    for b in bundles:
-        for m in b.metas:
-            if m.schema is not None:
-                if m.num_rows:
-                    return m.schema
-                fallback = fallback or m.schema
-    return fallback
+    from bridge.execution.bundle import first_schema
+
+    return first_schema(m for b in bundles for m in b.metas)
 
 
 @ray.remote

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
+import pyarrow as pa
 import ray
 
 from bridge.block import BlockMetadata
@@ -43,3 +45,53 @@ class RefBundle:
 
     def split_singletons(self) -> list[RefBundle]:
         return [RefBundle([r], [m]) for r, m in zip(self.refs, self.metas)]
+
+
+def first_schema(metas: Iterable[BlockMetadata]) -> pa.Schema | None:
+    """The schema of the first block with rows, else of the first block that has one."""
+    fallback = None
+    for m in metas:
+        if m.schema is not None:
+            if m.num_rows:
+                return m.schema
+            fallback = fallback or m.schema
+    return fallback
+
+
+@dataclasses.dataclass
+class BlockLayout:
+    """A materialized Dataset's blocks as an adapter needs them: ``Dataset.block_layout()``.
+
+    ``blocks`` are the non-empty blocks as ``(ref, rows)`` in order and ``starts``
+    each one's first row in the Dataset; ``schema`` is the first non-empty
+    block's (an empty Dataset keeps its schema); ``index_columns`` the pandas
+    index columns the schema's pandas metadata names.
+    """
+
+    schema: pa.Schema
+    blocks: list[tuple[ray.ObjectRef, int]]
+    starts: list[int]
+    num_rows: int
+
+    @classmethod
+    def of(cls, bundles: Iterable[RefBundle]) -> BlockLayout:
+        metas: list[BlockMetadata] = []
+        refs: list[ray.ObjectRef] = []
+        for b in bundles:
+            refs.extend(b.refs)
+            metas.extend(b.metas)
+        blocks = [(r, m.num_rows) for r, m in zip(refs, metas) if m.num_rows]
+        starts, total = [], 0
+        for _, n in blocks:
+            starts.append(total)
+            total += n
+        return cls(first_schema(metas) or pa.schema([]), blocks, starts, total)
+
+    @property
+    def index_columns(self) -> list[str]:
+        meta = self.schema.pandas_metadata or {}
+        return [c for c in meta.get("index_columns", []) if isinstance(c, str)]
+
+    @property
+    def refs(self) -> list[ray.ObjectRef]:
+        return [r for r, _ in self.blocks]

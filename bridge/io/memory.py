@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,52 @@ def _materialized(bundles: list[RefBundle], name: str) -> MaterializedDataset:
     from bridge.dataset import MaterializedDataset
 
     return MaterializedDataset(InputData([], bundles, name))
+
+
+def from_blocks(blocks: Iterable[Any], *, name: str = "FromBlocks") -> MaterializedDataset:
+    """A Dataset with exactly these blocks, in order: ``pyarrow.Table`` s or pandas DataFrames.
+
+    Ray Data's ``from_blocks``, and the public door for adapters (third-party ones
+    too): ``blocks`` may be a generator, each block is put into the object store
+    (owned by this driver) as it comes, and ``name`` labels the source in stats.
+
+    Example:
+        >>> import bridge, pyarrow as pa
+        >>> ds = bridge.from_blocks([pa.table({"a": [1, 2]}), pa.table({"a": [3]})])
+        >>> ds.num_blocks(), ds.take_all()
+        (2, [{'a': 1}, {'a': 2}, {'a': 3}])
+    """
+    from bridge.errors import BridgeTypeError
+
+    def tables() -> Iterator[Block]:
+        for i, b in enumerate(blocks):
+            if isinstance(b, pa.Table):
+                yield b
+            elif type(b).__name__ == "DataFrame" and type(b).__module__.startswith("pandas"):
+                yield pandas_to_block(b)
+            else:
+                msg = (f"from_blocks: block {i} is a {type(b).__name__}; blocks are pyarrow.Tables or "
+                       "pandas DataFrames")
+                raise BridgeTypeError(msg, "convert it first, e.g. pa.table({...}), or use from_items / from_numpy")
+
+    return _put_blocks(tables(), name)
+
+
+def from_block_refs(refs: list[ray.ObjectRef], metadata: list[BlockMetadata], *,
+                    name: str = "FromBlockRefs") -> MaterializedDataset:
+    """A Dataset over blocks already in the object store, with their metadata (no copy, no task).
+
+    The public door for adapters whose engine puts Arrow blocks itself (Spark on
+    Ray, Dask tasks): ``refs[i]`` holds a ``pyarrow.Table`` that ``metadata[i]``
+    describes (``BlockMetadata.of(table)``).  The driver should own the refs (put
+    them, or return them from tasks it started) so the Dataset outlives the engine.
+    """
+    if len(refs) != len(metadata):
+        from bridge.errors import BridgeValueError
+
+        msg = f"from_block_refs: {len(refs)} refs but {len(metadata)} metadata entries"
+        raise BridgeValueError(msg, "pass one BlockMetadata per block ref, in the same order")
+    return _materialized([RefBundle([r], [m]) for r, m in zip(refs, metadata)], name)
 
 
 def _put_blocks(blocks: Iterable[Block], name: str) -> MaterializedDataset:
