@@ -42,7 +42,6 @@ from bridge.errors import BridgeError, StallError
 from bridge.execution.actor_sizing import fit_pools_to_cluster, pool_size
 from bridge.execution.bundle import RefBundle
 from bridge.execution.operators import PhysicalOp, run_block_transform
-from bridge.execution.planner import ACTOR_OP_BUILDER
 from bridge.execution.transform import BlockTransform, TaskContext, set_user_call_lock
 from bridge.plan.logical import MapLike
 
@@ -467,11 +466,9 @@ class ActorPoolOp(PhysicalOp):
         self._running.clear()
 
 
-def _build_actor_pool(group: list[MapLike], deps: list[PhysicalOp], ctx: DataContext) -> PhysicalOp:
+def build_actor_pool(group: list[MapLike], deps: list[PhysicalOp], ctx: DataContext) -> PhysicalOp:
     (op,) = group  # actor operators are never fused (planner._fusable)
     return ActorPoolOp(op.name, deps, op, ctx)
 
 
-ACTOR_OP_BUILDER.append(_build_actor_pool)
-
-__all__ = ["ActorPoolOp", "fit_pools_to_cluster"]
+__all__ = ["ActorPoolOp", "build_actor_pool", "fit_pools_to_cluster"]

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from bridge.block import BlockMetadata
+from bridge.block import Block, BlockMetadata, compact
 
 
 @dataclasses.dataclass
@@ -45,6 +45,14 @@ class RefBundle:
 
     def split_singletons(self) -> list[RefBundle]:
         return [RefBundle([r], [m]) for r, m in zip(self.refs, self.metas)]
+
+
+@ray.remote(num_returns=2)
+def slice_block(block: Block, start: int, length: int) -> tuple[Block, BlockMetadata]:
+    """A task: rows ``[start, start + length)`` of a block as a block of its own, copied into buffers of
+    its own where it was a slice (:func:`bridge.block.compact`), and its metadata."""
+    out = compact(block.slice(start, length))
+    return out, BlockMetadata.of(out)
 
 
 def first_schema(metas: Iterable[BlockMetadata]) -> pa.Schema | None:

@@ -18,7 +18,7 @@ import ray
 
 from bridge.block import Block, BlockMetadata, Timer, concat_blocks
 from bridge.context import DataContext
-from bridge.execution.bundle import RefBundle
+from bridge.execution.bundle import RefBundle, slice_block
 from bridge.execution.stats import OpStats
 from bridge.execution.transform import BlockTransform, TaskContext
 from bridge.io.datasource import ReadTask
@@ -264,12 +264,6 @@ class MapOp(PhysicalOp):
             self.abort()
 
 
-@ray.remote
-def _slice_block(block: Block, start: int, length: int) -> tuple[Block, BlockMetadata]:
-    out = block.slice(start, length)
-    return out, BlockMetadata.of(out)
-
-
 class LimitOp(PhysicalOp):
     """Passes the first ``n`` rows; then tells the executor to stop upstream."""
 
@@ -289,7 +283,7 @@ class LimitOp(PhysicalOp):
                 metas.append(meta)
                 self.remaining -= meta.num_rows
             else:
-                new_ref = _slice_block.options(num_returns=2).remote(ref, 0, self.remaining)
+                new_ref = slice_block.remote(ref, 0, self.remaining)
                 block_ref, meta_ref = new_ref
                 refs.append(block_ref)
                 metas.append(ray.get(meta_ref))  # type: ignore[arg-type]

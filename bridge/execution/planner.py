@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from bridge.context import DataContext
+from bridge.execution.actor_pool import build_actor_pool, fit_pools_to_cluster
 from bridge.execution.operators import AllToAllOp, InputOp, LimitOp, MapOp, PhysicalOp, UnionOp
 from bridge.execution.transform import BlockTransform
 from bridge.plan.logical import AllToAll, InputData, Limit, LogicalOp, MapLike, Read, Union
-
-#: Builders for map-like operators that do not run as plain tasks (actor pools):
-#: ``builder(ops, deps, ctx) -> PhysicalOp``; registered by the modules that provide them.
-ACTOR_OP_BUILDER: list[Callable[[list[MapLike], list[PhysicalOp], DataContext], PhysicalOp]] = []
 
 
 def _identity() -> BlockTransform:
@@ -42,8 +37,6 @@ def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
     ops: list[PhysicalOp] = []
     _build(op, ctx, ops)
     if any(getattr(o, "uses_actors", False) for o in ops):
-        from bridge.execution.actor_pool import fit_pools_to_cluster
-
         fit_pools_to_cluster(ops)
     return ops
 
@@ -67,9 +60,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             child = child.input
         if group[0].uses_actors:
             deps = [_build(child, ctx, out)]
-            if not ACTOR_OP_BUILDER:
-                import bridge.execution.actor_pool  # noqa: F401  (registers the builder)
-            phys = ACTOR_OP_BUILDER[0](group, deps, ctx)
+            phys = build_actor_pool(group, deps, ctx)
             out.append(phys)
             return phys
         _check_resources(group[0])
@@ -104,13 +95,8 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
     elif isinstance(op, Union):
         deps = [_build(i, ctx, out) for i in op.inputs]
         phys = UnionOp(op.name, deps)
-    elif callable(getattr(op, "to_physical", None)):
-        # Logical operators defined outside this module plan themselves (e.g. iteration.epochs.Repeat).
-        phys = op.to_physical(ctx, lambda child: _build(child, ctx, out))  # type: ignore[attr-defined]
     else:
-        from bridge.errors import BridgeError
-
-        msg = f"no physical plan for logical operator {op.name}"
-        raise BridgeError(msg, "this is a raybridge bug; please report it with the plan")
+        # Logical operators defined outside this module plan themselves (e.g. iteration.epochs.Repeat).
+        phys = op.to_physical(ctx, lambda child: _build(child, ctx, out))
     out.append(phys)
     return phys

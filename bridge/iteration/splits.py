@@ -13,19 +13,13 @@ from typing import TYPE_CHECKING, cast
 
 import ray
 
-from bridge.block import Block, BlockMetadata, compact
+from bridge.block import BlockMetadata
 from bridge.errors import BridgeError
-from bridge.execution.bundle import RefBundle
+from bridge.execution.bundle import RefBundle, slice_block
 from bridge.plan.logical import InputData
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
-
-
-@ray.remote(num_returns=2)
-def _slice_block(block: Block, start: int, length: int) -> tuple[Block, BlockMetadata]:
-    out = compact(block.slice(start, length))
-    return out, BlockMetadata.of(out)
 
 
 def _bundles_of(ds: Dataset) -> list[RefBundle]:
@@ -54,7 +48,7 @@ def cut_rows(bundles: list[RefBundle], bounds: Sequence[tuple[int, int]]) -> lis
             if lo == off and hi == off + s.num_rows:
                 part.append(s)
             else:
-                block_ref, meta_ref = _slice_block.remote(s.refs[0], lo - off, hi - lo)
+                block_ref, meta_ref = slice_block.remote(s.refs[0], lo - off, hi - lo)
                 part.append(RefBundle([block_ref], []))
                 pending_meta.append((len(parts), block_ref, meta_ref))
         parts.append(part)
@@ -76,7 +70,7 @@ def _as_datasets(parts: list[list[RefBundle]], name: str, schema_like: list[RefB
         if not part and schema_like:
             # An empty part keeps the schema: one empty slice of the first block.
             first = schema_like[0].split_singletons()[0]
-            block_ref, meta_ref = _slice_block.remote(first.refs[0], 0, 0)
+            block_ref, meta_ref = slice_block.remote(first.refs[0], 0, 0)
             meta = cast("BlockMetadata", ray.get(meta_ref))  # num_returns=2: Ray's stubs cannot type the pair
             part = [RefBundle([block_ref], [meta])]
         out.append(MaterializedDataset(InputData([], part, f"{name}[{i}]")))

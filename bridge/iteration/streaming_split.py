@@ -52,9 +52,9 @@ MAX_QUEUED_BLOCKS = 4
 
 
 def _slice_bundle(single: RefBundle, start: int, length: int) -> RefBundle:
-    from bridge.iteration.splits import _slice_block
+    from bridge.execution.bundle import slice_block
 
-    block_ref, meta_ref = _slice_block.remote(single.refs[0], start, length)
+    block_ref, meta_ref = slice_block.remote(single.refs[0], start, length)
     meta = cast("BlockMetadata", ray.get(meta_ref))  # num_returns=2: Ray's stubs cannot type the pair
     return RefBundle([block_ref], [meta])
 

@@ -32,6 +32,17 @@ class LogicalOp:
     def replace_inputs(self, inputs: list[LogicalOp]) -> LogicalOp:
         return dataclasses.replace(self, inputs=inputs)
 
+    def to_physical(self, ctx: Any, build: Any) -> Any:
+        """The physical operator for this one; ``build(child)`` plans an input first.
+
+        The operators of this module are planned by ``bridge.execution.planner``; an
+        operator defined elsewhere (e.g. ``iteration.epochs.Repeat``) overrides this.
+        """
+        from bridge.errors import BridgeError
+
+        msg = f"no physical plan for logical operator {self.name}"
+        raise BridgeError(msg, "this is a raybridge bug; please report it with the plan")
+
     def chain(self) -> list[LogicalOp]:
         """Operators from the source to this one (first input only)."""
         out: list[LogicalOp] = []
