@@ -107,7 +107,7 @@ def resolve_compute(label: str, compute: Any, concurrency: Concurrency, is_class
     if not isinstance(compute, ComputeStrategy):
         msg = f"{label}: compute must be an ActorPoolStrategy, a TaskPoolStrategy, 'tasks' or 'actors'; got {compute!r}"
         raise BridgeValueError(msg, "pass compute=bridge.ActorPoolStrategy(size=2)")
-    return compute.concurrency()  # type: ignore[attr-defined,no-any-return]
+    return compute.concurrency()  # type: ignore[attr-defined]
 
 
 __all__ = ["ActorPoolStrategy", "ComputeStrategy", "TaskPoolStrategy", "resolve_compute"]

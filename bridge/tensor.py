@@ -83,8 +83,8 @@ def fixed_tensor_array_like(items: list[np.ndarray | None], like: pa.DataType) -
 
     ``None`` when a row has another shape (the caller falls back to a variable-shape tensor).
     """
-    shape = tuple(like.shape)  # type: ignore[attr-defined]
-    value_type = like.value_type  # type: ignore[attr-defined]
+    shape = tuple(like.shape)
+    value_type = like.value_type
     if not all(a is None or (isinstance(a, np.ndarray) and a.shape == shape) for a in items):
         return None
     size = int(np.prod(shape)) if shape else 1

@@ -58,7 +58,7 @@ def fit_pools_to_cluster(ops: list[PhysicalOp]) -> None:
     """
     from bridge._ray import cluster_cpus, cluster_gpus
 
-    pools: list[ActorPoolOp] = [op for op in ops if getattr(op, "uses_actors", False)]  # type: ignore[misc]
+    pools: list[ActorPoolOp] = [op for op in ops if getattr(op, "uses_actors", False)]
     if not pools:
         return
     gpus = cluster_gpus()

@@ -101,7 +101,7 @@ class UserFn:
                             operator=op_name, original=err,
                         ) from err
                     _instances[self.token] = inst
-        return inst  # type: ignore[no-any-return]
+        return inst
 
 
 #: Set in a pool actor (``set_user_call_lock``): every call of user code in that process holds it,
@@ -167,7 +167,7 @@ def rebatch(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Block]:
         yield concat_blocks(pending)
 
 
-class Pieces(list):  # type: ignore[type-arg]
+class Pieces(list):
     """One batch as the zero-copy slices of the blocks it spans (``rebatch_pieces``)."""
 
     @property

@@ -88,7 +88,7 @@ class DataIterator:
         from bridge.registry import get_adapter
 
         torch_adapter: Any = get_adapter("torch")
-        return torch_adapter.batch_stream(  # type: ignore[no-any-return]
+        return torch_adapter.batch_stream(
             lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
 
     def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,

@@ -142,6 +142,6 @@ def train_test_split(
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
         raise BridgeError(msg, "pass e.g. test_size=0.2")
     if shuffle:
-        ds = ds.random_shuffle(seed=seed)  # type: ignore[attr-defined]
+        ds = ds.random_shuffle(seed=seed)
     train, test = split_at_indices(ds, [total - n_test])
     return train, test

@@ -151,7 +151,7 @@ class GroupedData:
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         part_label = f"GroupPartition({self._keys})"
         grouped = self._ds._with(AllToAll([self._ds._plan], group_partition_fn(self._keys, part_label), part_label))
-        return grouped._map_like(map_groups_transform(self._keys, user, fmt, label), label, user,  # type: ignore[attr-defined,no-any-return]
+        return grouped._map_like(map_groups_transform(self._keys, user, fmt, label), label, user,
                                  concurrency, num_cpus, num_gpus, ray_remote_args)
 
     def __repr__(self) -> str:

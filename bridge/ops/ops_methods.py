@@ -116,7 +116,7 @@ class GlobalOpsMethods:
 
             raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
         transform = random_sample_transform(fraction, seed)
-        return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined,no-any-return]
+        return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined]
 
     def zip(self, *others: Dataset) -> Dataset:
         """Columns of ``self`` and ``others`` side by side (row counts must be equal).

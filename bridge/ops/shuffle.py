@@ -123,7 +123,7 @@ def repartition_rows_fn(rows_per_block: int) -> Any:
     def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
         total = sum(m.num_rows for b in bundles for m in b.metas)
         num_blocks = max(1, -(-total // rows_per_block))
-        return repartition_fn(num_blocks, rows_per_block)(bundles, ctx)  # type: ignore[no-any-return]
+        return repartition_fn(num_blocks, rows_per_block)(bundles, ctx)
 
     return run
 
