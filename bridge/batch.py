@@ -43,7 +43,10 @@ _ALIASES = {"np": "numpy", "default": "numpy", "pd": "pandas", "arrow": "pyarrow
 
 
 def normalize_format(batch_format: str | None) -> str:
-    fmt = _ALIASES.get(batch_format or "numpy", batch_format or "numpy")
+    """The canonical name of a batch format; ``None`` is the blocks' native format, Arrow (as in Ray Data)."""
+    if batch_format is None:
+        return "pyarrow"
+    fmt = _ALIASES.get(batch_format, batch_format)
     if fmt not in BATCH_FORMATS:
         from bridge.errors import BridgeError
 
@@ -295,6 +298,11 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
         if isinstance(first, np.ndarray) or (isinstance(first, np.generic)):
             if isinstance(first, np.generic):
                 columns[k] = pa.array(values)
+            elif first.ndim >= 1 and first.dtype.kind in "iuf" and all(
+                    isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
+                # One ndarray per row, all of one shape: a tensor column (rows -> (n, *shape)), as Ray Data
+                # makes of from_items([np.array(...)]) and of map() returning arrays.
+                columns[k] = tensor.fixed_tensor_array(np.stack(values))
             else:
                 columns[k] = object_column(values)
         else:

@@ -171,3 +171,17 @@ def test_take_batch_of_an_empty_dataset_is_a_value_error():
 def test_bad_pool_size_is_a_value_error(concurrency):
     with pytest.raises(ValueError, match="concurrency must be"):
         bridge.range(10).map_batches(RecordsThreads, concurrency=concurrency).take_all()
+
+
+def test_ndarray_rows_become_tensor_columns_and_batch_format_none_is_arrow():
+    import numpy as np
+    import pyarrow as pa
+
+    batch = bridge.from_items([np.array([0, 0])] * 4).take_batch(4)
+    assert batch["item"].shape == (4, 2) and batch["item"].dtype == np.int64
+    rows = bridge.range(2).map(lambda r: {"x": np.array([r["id"]])}).take_all()
+    assert all(isinstance(r["x"], np.ndarray) and r["x"].shape == (1,) for r in rows)
+    assert [int(r["x"][0]) for r in rows] == [0, 1]
+    assert isinstance(next(iter(bridge.range(3).iter_batches(batch_format=None))), pa.Table)
+    cube = bridge.from_numpy(np.arange(32).reshape(4, 2, 2, 2))
+    assert cube.map_batches(lambda df: df, batch_format="pandas").take_batch(4)["data"].shape == (4, 2, 2, 2)
