@@ -302,7 +302,7 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
                     isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
                 # One ndarray per row, all of one shape: a tensor column (rows -> (n, *shape)), as Ray Data
                 # makes of from_items([np.array(...)]) and of map() returning arrays.
-                columns[k] = tensor.fixed_tensor_array(np.stack(values))
+                columns[k] = tensor.fixed_tensor_array(np.stack([np.asarray(v) for v in values]))
             else:
                 columns[k] = object_column(values)
         else:

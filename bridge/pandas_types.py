@@ -220,16 +220,29 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
 
 
 def nullable_columns(refs: list[Any]) -> set[str]:
-    """The columns needing a masked dtype in any of the blocks behind ``refs`` (one small task per block).
+    """The columns needing a masked dtype in any of the blocks behind ``refs``.
 
     For targets whose partitions must agree on one dtype per column (Dask, Modin).
+    A few tasks, each looking at a group of blocks (null counts are metadata;
+    only float columns are scanned for NaN): a task per block would cost more in
+    scheduling than the look itself.
     """
+    if not refs:
+        return set()
+    per = -(-len(refs) // _SCAN_TASKS)
     found: set[str] = set()
-    for names in ray.get([_needs_nullable_task.remote(r) for r in refs]):
+    for names in ray.get([_needs_nullable_task.remote(*refs[i:i + per]) for i in range(0, len(refs), per)]):
         found |= names
     return found
 
 
+#: Tasks :func:`nullable_columns` spreads the blocks over.
+_SCAN_TASKS = 4
+
+
 @ray.remote
-def _needs_nullable_task(block: Block) -> set[str]:
-    return needs_nullable(block)
+def _needs_nullable_task(*blocks: Block) -> set[str]:
+    found: set[str] = set()
+    for block in blocks:
+        found |= needs_nullable(block)
+    return found
