@@ -284,11 +284,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(10).filter(expr="id > 2 and id <= 4").take_all()
             [{'id': 3}, {'id': 4}]
         """
-        from bridge.errors import BridgeError
+        from bridge.errors import BridgeValueError
 
         if (fn is None) == (expr is None):
             msg = "filter() needs exactly one of fn (a row predicate) or expr (a pyarrow expression)"
-            raise BridgeError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
+            raise BridgeValueError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
         if isinstance(expr, str):
             from bridge.ops.string_expr import parse_filter_expr
 
@@ -302,13 +302,15 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._map_like(filter_transform(user, None, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
 
-    def add_column(self, col: str, fn: Callable[[Any], Any], *, batch_format: str = "pyarrow",
+    def add_column(self, col: str, fn: Callable[[Any], Any], *, batch_format: str = "pandas",
                    num_cpus: float | None = None, **ray_remote_args: Any) -> Dataset:
-        """Add (or replace) column ``col`` computed by ``fn(batch) -> array``.
+        """Add (or replace) column ``col`` computed by ``fn(batch) -> array`` (or a scalar, repeated).
+
+        ``batch_format`` defaults to pandas, as in Ray Data; ``"pyarrow"`` and ``"numpy"`` work too.
 
         Example:
-            >>> import bridge, pyarrow.compute as pc
-            >>> bridge.range(3).add_column("neg", lambda t: pc.negate(t["id"])).take_all()
+            >>> import bridge
+            >>> bridge.range(3).add_column("neg", lambda df: -df["id"]).take_all()
             [{'id': 0, 'neg': 0}, {'id': 1, 'neg': -1}, {'id': 2, 'neg': -2}]
         """
         label = f"AddColumn({col})"
@@ -495,10 +497,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """Every row as a dict (``limit`` raises if there are more)."""
         rows = list(self.iter_rows())
         if limit is not None and len(rows) > limit:
-            from bridge.errors import BridgeError
+            from bridge.errors import BridgeValueError
 
             msg = f"take_all(limit={limit}) found {len(rows)} rows"
-            raise BridgeError(msg, "raise the limit, or use take(n) for the first n rows")
+            raise BridgeValueError(msg, "raise the limit, or use take(n) for the first n rows")
         return rows
 
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "numpy") -> Any:

@@ -48,7 +48,7 @@ def test_issue_example_pipeline():
     ds = ds.map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
     ds = ds.filter(lambda row: row["id"] % 3 == 0).map(lambda row: {**row, "x": 1})
     ds = ds.flat_map(lambda row: [row, {**row, "x": 2}])
-    ds = ds.add_column("y", lambda t: pc.multiply(t["x"], 10)).drop_columns(["x"])
+    ds = ds.add_column("y", lambda t: pc.multiply(t["x"], 10), batch_format="pyarrow").drop_columns(["x"])
     ds = ds.select_columns(["id", "sq", "y"]).rename_columns({"sq": "square"})
     rows = ds.take_all()
     assert len(rows) == 2000

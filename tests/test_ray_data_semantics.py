@@ -185,3 +185,37 @@ def test_ndarray_rows_become_tensor_columns_and_batch_format_none_is_arrow():
     assert isinstance(next(iter(bridge.range(3).iter_batches(batch_format=None))), pa.Table)
     cube = bridge.from_numpy(np.arange(32).reshape(4, 2, 2, 2))
     assert cube.map_batches(lambda df: df, batch_format="pandas").take_batch(4)["data"].shape == (4, 2, 2, 2)
+
+
+def test_add_column_defaults_to_pandas_and_broadcasts_scalars():
+    ds = bridge.range(4)
+    assert ds.add_column("y", lambda df: df["id"] * 2).take(2) == [{"id": 0, "y": 0}, {"id": 1, "y": 2}]
+    assert [r["c"] for r in ds.add_column("c", lambda df: 7).take_all()] == [7, 7, 7, 7]
+
+
+def test_two_aggregations_of_one_name_are_numbered():
+    from bridge import Sum
+
+    assert bridge.range(4).aggregate(Sum("id"), Sum("id"), Sum("id")) == {
+        "sum(id)": 6, "sum(id)_2": 6, "sum(id)_3": 6}
+
+
+def test_more_argument_errors_are_value_errors(tmp_path):
+    ds = bridge.range(5)
+    with pytest.raises(ValueError, match="take_all"):
+        ds.take_all(limit=3)
+    with pytest.raises(ValueError, match="exactly one of fn"):
+        ds.filter(lambda r: True, expr="id > 1")
+    ds.write_parquet(str(tmp_path))
+    with pytest.raises(ValueError, match="already holds"):
+        ds.write_parquet(str(tmp_path), mode="error")
+
+
+def test_read_json_records_longer_than_the_block_size(tmp_path):
+    import json
+
+    import pyarrow.json as pj
+
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps({"a": i, "s": "x" * 50}) for i in range(200)))
+    ds = bridge.read_json(str(tmp_path), read_options=pj.ReadOptions(block_size=64))
+    assert ds.count() == 200 and ds.take(1) == [{"a": 0, "s": "x" * 50}]

@@ -332,6 +332,9 @@ def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) 
         fn = user.resolve(label)
         for b in blocks:
             value = call_user_fn(fn, batch_mod.to_batch(b, fmt), user, ctx, label)
+            if value is None or isinstance(value, (bool, int, float, str, bytes)) or (
+                    hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+                value = pa.array([value.item() if hasattr(value, "item") else value] * b.num_rows)  # a scalar
             try:
                 arr = batch_mod.to_block({col: value}).column(0)
             except batch_mod.BatchTypeError as err:

@@ -30,7 +30,7 @@ from bridge import tensor
 from bridge.block import Block, concat_blocks
 from bridge.errors import BridgeError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
-from bridge.io.paths import FileWriteError, data_files, resolve_filesystem
+from bridge.io.paths import DestinationExistsError, FileWriteError, data_files, resolve_filesystem
 
 MODES = ("overwrite", "append", "error", "ignore")
 RESULT_SCHEMA = pa.schema([("path", pa.string()), ("num_rows", pa.int64())])
@@ -234,7 +234,7 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
         existing = data_files(fs, directory)
         if existing and mode == "error":
             msg = f"write_{fmt}: {str(path)!r} already holds {len(existing)} file(s), e.g. {existing[0].path!r}"
-            raise FileWriteError(msg, 'pass mode="overwrite" to replace our earlier output, or "append"')
+            raise DestinationExistsError(msg, 'pass mode="overwrite" to replace our earlier output, or "append"')
         if existing:
             return fs, directory, True
     if info.type == pafs.FileType.Directory and mode == "overwrite":

@@ -44,7 +44,15 @@ class JSONFormat(FileFormat):
                 kwargs["read_options"] = self.read_options
             if self.parse_options is not None:
                 kwargs["parse_options"] = self.parse_options
-            table = pajson.read_json(pa.BufferReader(data), **kwargs)
+            try:
+                table = pajson.read_json(pa.BufferReader(data), **kwargs)
+            except pa.ArrowInvalid as err:
+                if "straddl" not in str(err) or self.read_options is None:
+                    raise
+                # A record longer than the read_options' block_size: read the file as one block (the
+                # whole file is in memory already), as Ray Data falls back to.
+                wide = pajson.ReadOptions(use_threads=self.read_options.use_threads, block_size=len(data) + 1)
+                table = pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
         if columns is not None:
             table = table.select([c for c in columns if c in table.column_names])
         yield table

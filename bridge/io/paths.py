@@ -39,6 +39,10 @@ class FileWriteError(BridgeError, OSError):
     """A file could not be written."""
 
 
+class DestinationExistsError(FileWriteError, ValueError):
+    """``mode="error"`` and the destination already holds data (a ``ValueError`` too, as in Ray Data)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class FileEntry:
     """One input file: its path inside ``filesystem`` and its size on disk."""

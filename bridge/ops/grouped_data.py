@@ -20,12 +20,24 @@ def check_aggs(op: str, aggs: tuple[AggregateFn, ...]) -> list[AggregateFn]:
     if bad:
         msg = f"{op}: expected AggregateFn objects (Count(), Sum('x'), ...); got {bad!r}"
         raise BridgeError(msg, "import them from bridge: from bridge import Count, Sum, Mean")
-    names = [a.name for a in aggs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        msg = f"{op}: several aggregations produce the column name(s) {dupes}"
-        raise BridgeError(msg, "give each one a distinct alias_name=")
-    return list(aggs)
+    # Two aggregations of one name: the later ones become ``name_2``, ``name_3`` ... (Ray Data's rule).
+    import copy
+
+    out: list[AggregateFn] = []
+    seen: dict[str, int] = {}
+    taken = {a.name for a in aggs}
+    for a in aggs:
+        n = seen.get(a.name, 0) + 1
+        seen[a.name] = n
+        if n > 1:
+            k = n
+            while f"{a.name}_{k}" in taken:
+                k += 1
+            a = copy.copy(a)
+            a.name = f"{a.name}_{k}"
+            taken.add(a.name)
+        out.append(a)
+    return out
 
 
 def _columns(on: str | list[str]) -> list[str]:
