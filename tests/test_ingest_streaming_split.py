@@ -166,3 +166,22 @@ def test_static_split_equal_says_how_many_rows_it_drops():
         warnings.simplefilter("error")
         assert [p.count() for p in bridge.range(9).split(3, equal=True)] == [3, 3, 3]
         assert [p.count() for p in bridge.range(10).split(3)] == [4, 3, 3]
+
+
+def test_consumers_that_break_early_release_the_epoch_and_the_next_one_runs():
+    splits = bridge.range(20_000, override_num_blocks=20).streaming_split(2)
+    for s in splits:
+        for _ in s.iter_batches(batch_size=100):
+            break
+    counts = [0, 0]
+
+    def read(i: int) -> None:
+        counts[i] = sum(len(b["id"]) for b in splits[i].iter_batches(batch_size=1000))
+
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(2)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert counts == [10_000, 10_000] and time.monotonic() - t0 < 30

@@ -72,6 +72,9 @@ class SplitCoordinator:
         self.epoch = -1
         self.dispatcher: SplitDispatcher | None = None
         self.done: set[int] = set(range(n))  # splits that finished the current epoch
+        #: Splits whose consumer stopped reading the current epoch early (``release``): nothing more is
+        #: dealt to them, and once every split is done or released the epoch's execution stops.
+        self.released: set[int] = set()
         self.error: BaseException | None = None
         self.last_seen = [time.monotonic()] * n
         self.rows_delivered: dict[int, list[int]] = {}
@@ -84,10 +87,18 @@ class SplitCoordinator:
             bundles, _ = self.ds._execute()
             for bundle in bundles:
                 with self.cond:
-                    while any(dispatcher.queued(i) >= MAX_QUEUED_BLOCKS for i in range(self.n)):
+                    while (not self._abandoned(dispatcher) and any(
+                            dispatcher.queued(i) >= MAX_QUEUED_BLOCKS for i in range(self.n) if i not in self.released)):
                         self.cond.wait(0.5)
+                    if self._abandoned(dispatcher):
+                        break
                     dispatcher.add(bundle)
+                    for i in self.released:
+                        dispatcher.queues[i].clear()
                     self.cond.notify_all()
+            close = getattr(bundles, "close", None)
+            if close is not None and self._abandoned(dispatcher):
+                close()  # stops the epoch's executor: nobody reads it any more
             with self.cond:
                 dispatcher.finish()
                 self.fill[epoch] = (dispatcher.total_rows, dispatcher.padded_rows, dispatcher.dropped_rows)
@@ -97,8 +108,31 @@ class SplitCoordinator:
                 self.error = err
                 self.cond.notify_all()
 
+    def _abandoned(self, dispatcher: SplitDispatcher) -> bool:
+        """Every split of this dispatcher's epoch stopped reading (finished or released) before its end."""
+        return dispatcher is not self.dispatcher or (bool(self.released) and len(self.done) == self.n)
+
+    def release(self, split: int, epoch: int) -> None:
+        """``split``'s consumer stopped reading ``epoch`` early: drop what waits for it, and wake everyone.
+
+        Without this, a consumer that breaks out of its loop leaves a request blocked here and the
+        epoch's blocks held (by the dispatcher's queues and reserve) until the stall timeout.
+        """
+        with self.cond:
+            if epoch != self.epoch or split in self.done:
+                return
+            self.released.add(split)
+            self.done.add(split)
+            if self.dispatcher is not None:
+                self.dispatcher.queues[split].clear()
+                if len(self.done) == self.n:
+                    self.dispatcher.reserve.clear()
+                    self.dispatcher.head = []
+            self.cond.notify_all()
+
     def _start_epoch(self) -> None:
         self.epoch += 1
+        self.released = set()
         self.done = set()
         self.dispatcher = SplitDispatcher(self.n, self.equal, _slice_bundle, self.drop_last)
         self.rows_delivered[self.epoch] = [0] * self.n
@@ -129,6 +163,8 @@ class SplitCoordinator:
                     raise self.error
                 if epoch == self.epoch + 1 and len(self.done) == self.n:
                     self._start_epoch()
+                if epoch == self.epoch and split in self.released:
+                    return None
                 if epoch == self.epoch and self.dispatcher is not None and self.dispatcher.queues[split]:
                     item = self.dispatcher.queues[split].popleft()
                     if item is None:
@@ -188,14 +224,22 @@ class DataSplitIterator(DataIterator):
 
     def _bundles(self, epoch: int) -> Iterator[RefBundle]:
         pending = self._coord.next_bundle.remote(self.index, epoch)
-        while True:
-            item = ray.get(pending)
-            if item is None:
-                if self.index == 0:
-                    self._warn_if_uneven(epoch)
-                return
-            pending = self._coord.next_bundle.remote(self.index, epoch)  # one request ahead
-            yield item
+        finished = False
+        try:
+            while True:
+                item = ray.get(pending)
+                if item is None:
+                    finished = True
+                    if self.index == 0:
+                        self._warn_if_uneven(epoch)
+                    return
+                pending = self._coord.next_bundle.remote(self.index, epoch)  # one request ahead
+                yield item
+        finally:
+            if not finished:
+                # The consumer stopped early (break, an error, Ctrl-C): tell the coordinator, so the
+                # request still pending there returns and the epoch's blocks are let go.
+                self._coord.release.remote(self.index, epoch)
 
     def _warn_if_uneven(self, epoch: int) -> None:
         # Split 0 speaks for all (like rank 0 logging), in the consumer's process rather than the actor's log.
