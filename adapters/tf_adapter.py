@@ -154,26 +154,14 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     ``Dataset.rebatch(batch_size)`` cuts them back into exactly the batches
     ``iter_batches`` makes; the element spec keeps its ``None`` batch dimension.
     """
-    from bridge.errors import SchemaMismatchError
     from bridge.iteration.block_format import BlockFormat
     from bridge.iteration.resumable import BatchIterator
 
     tf = _tf()
-    features, labels = _names(feature_columns), _names(label_columns)
     schema = ds.schema()
-    if schema is None:
-        from bridge.errors import DatasetEmptyError
-
-        raise DatasetEmptyError("to_tf: the Dataset has no rows and no schema", "check the source; it is empty")
-    missing = [c for c in features + labels if c not in schema.names]
-    if missing:
-        msg = f"to_tf: column(s) {missing} not found; the Dataset has {schema.names}"
-        raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
-    specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    features, labels, specs, signature = _columns_and_specs(tf, schema, feature_columns, label_columns, "Dataset")
     check_no_nulls(ds, list(dict.fromkeys(features + labels)), schema, fill_nulls)
     f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
-    f_sig = _pack(specs, features, f_single)
-    signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
     wanted = features + [c for c in labels if c not in features]
     rebatched = batch_size is not None and not any(isinstance(sp, tf.RaggedTensorSpec) for sp in specs.values())
 
@@ -230,6 +218,24 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
     return fmt
 
 
+def _columns_and_specs(tf: Any, schema: pa.Schema | None, feature_columns: Any, label_columns: Any,
+                       what: str) -> tuple[list[str], list[str], dict[str, Any], Any]:
+    """``to_tf``'s column names, their tf specs and the element signature (checked against ``schema``)."""
+    from bridge.errors import DatasetEmptyError, SchemaMismatchError
+
+    features, labels = _names(feature_columns), _names(label_columns)
+    if schema is None:
+        raise DatasetEmptyError(f"to_tf: the {what} has no rows and no schema", "check the source; it is empty")
+    missing = [c for c in features + labels if c not in schema.names]
+    if missing:
+        msg = f"to_tf: column(s) {missing} not found; the {what} has {schema.names}"
+        raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
+    specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    f_sig = _pack(specs, features, isinstance(feature_columns, str))
+    signature = (f_sig, _pack(specs, labels, isinstance(label_columns, str))) if labels else f_sig
+    return features, labels, specs, signature
+
+
 def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
                    batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                    local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:
@@ -238,21 +244,11 @@ def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str
     Unlike ``Dataset.to_tf`` there is no null check up front (it would take an epoch of a
     split): a null in a column without ``fill_nulls`` fails inside tf.data.
     """
-    from bridge.errors import DatasetEmptyError, SchemaMismatchError
 
     tf = _tf()
-    features, labels = _names(feature_columns), _names(label_columns)
-    schema = it.schema()
-    if schema is None:
-        raise DatasetEmptyError("to_tf: the iterator has no rows and no schema", "check the source; it is empty")
-    missing = [c for c in features + labels if c not in schema.names]
-    if missing:
-        msg = f"to_tf: column(s) {missing} not found; the data has {schema.names}"
-        raise SchemaMismatchError(msg, "check the spelling in feature_columns / label_columns")
-    specs = {n: spec_for(tf, n, schema.field(n).type) for n in features + labels}
+    features, labels, specs, signature = _columns_and_specs(tf, it.schema(), feature_columns, label_columns,
+                                                            "iterator")
     f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
-    f_sig = _pack(specs, features, f_single)
-    signature = (f_sig, _pack(specs, labels, l_single)) if labels else f_sig
     wanted = list(dict.fromkeys(features + labels))
 
     def fmt(block: pa.Table) -> Any:
