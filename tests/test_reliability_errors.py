@@ -55,6 +55,38 @@ def test_actor_hung_in_call_raises_stall_error_naming_the_operator(context):
     assert "Hint:" in text
 
 
+class HangsFromRow50:
+    def __call__(self, batch):
+        if batch["id"][0] >= 50:
+            time.sleep(3600)
+        return batch
+
+
+def test_a_pool_actor_names_the_batch_in_user_code_while_that_call_hangs():
+    # Ray starts a threaded actor's calls in no fixed order, so the driver's oldest call may be
+    # waiting for the user-code lock behind a later, hung one; the stall error asks the actor,
+    # which answers on its own thread while both of its call threads are blocked.
+    from bridge.context import DataContext
+    from bridge.execution.actor_pool import ActorPoolOp, _PoolWorker
+    from bridge.execution.planner import plan
+
+    ds = bridge.range(100, override_num_blocks=2).map_batches(HangsFromRow50, concurrency=1)
+    pool = next(op for op in plan(ds._plan, DataContext.get_current()) if isinstance(op, ActorPoolOp))
+    actor = _PoolWorker.options(max_concurrency=2).remote(pool.transform, pool.name)
+    try:
+        ray.get(actor.ready.remote(), timeout=60)
+        late = pa.table({"id": pa.array(range(50, 100), pa.int64())})
+        early = pa.table({"id": pa.array(range(50), pa.int64())})
+        actor.run.remote(1, None, late)  # sent first: it enters user code and hangs
+        time.sleep(1)
+        actor.run.remote(0, None, early)  # waits for the lock behind it
+        time.sleep(1)
+        index, seconds = ray.get(actor.user_call.remote(), timeout=10)
+        assert index == 1 and 1 <= seconds < 60
+    finally:
+        ray.kill(actor)
+
+
 def test_streaming_split_consumer_that_stops_reading_is_named(context):
     splits = bridge.range(20_000, override_num_blocks=40).streaming_split(2, equal=True, stall_timeout_s=2)
     with pytest.raises(StallError, match=r"split\(s\) \[1\] stopped reading") as err:

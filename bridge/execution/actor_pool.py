@@ -30,7 +30,6 @@ import heapq
 import itertools
 import logging
 import os
-import threading
 import time
 from typing import Any
 
@@ -42,7 +41,7 @@ from bridge.errors import BridgeError, StallError
 from bridge.execution.actor_sizing import fit_pools_to_cluster, pool_size
 from bridge.execution.bundle import RefBundle
 from bridge.execution.operators import PhysicalOp, run_block_transform
-from bridge.execution.transform import BlockTransform, TaskContext, set_user_call_lock
+from bridge.execution.transform import BlockTransform, TaskContext, UserCallLock, set_user_call_lock
 from bridge.plan.logical import MapLike
 
 logger = logging.getLogger(__name__)
@@ -61,7 +60,7 @@ IDLE_RELEASE_S = 5.0
 START_WARN_S = 60.0
 
 
-@ray.remote
+@ray.remote(concurrency_groups={"control": 1})  # type: ignore[call-overload]  # Ray's stub lacks it
 class _PoolWorker:
     """One actor of a pool: holds the (fused) transform and the user's instance."""
 
@@ -76,13 +75,23 @@ class _PoolWorker:
         # GPU) while this one runs, and its output converted while the next one runs.
         user = transform.user
         concurrent = user is not None and user.is_async_class
-        set_user_call_lock(None if concurrent else threading.Lock())
+        self.lock = None if concurrent else UserCallLock()
+        set_user_call_lock(self.lock)
 
     def ready(self) -> int:
         # Running the transform over no blocks constructs the user's class (UserFn.resolve),
         # so an error in __init__ surfaces here, before any batch is sent.
         list(self.transform(iter(()), TaskContext(-1, self.op_name)))
         return os.getpid()
+
+    @ray.method(concurrency_group="control")
+    def user_call(self) -> tuple[int, float] | None:
+        """``(input batch, seconds in user code)`` of the call running user code now, if any.
+
+        Answered on its own thread, so a call hung in user code does not hold the answer back.
+        """
+        holder = None if self.lock is None else self.lock.holder
+        return None if holder is None else (holder[0], time.time() - holder[1])
 
     @ray.method(num_returns=2)
     def run(self, index: int, slices: list[tuple[int, int]] | None, *blocks: Block) -> tuple[Block, BlockMetadata]:
@@ -304,13 +313,30 @@ class ActorPoolOp(PhysicalOp):
         for key, a in self._actors.items():
             if not a.in_flight or now - a.head_since <= limit:
                 continue
-            index = self._running[a.in_flight[0]][0] if a.in_flight[0] in self._running else -1
+            # Ray may start an actor's calls out of order: ask which batch is in user code.
+            running = self._user_call(a)
+            if running is not None and running[1] <= limit:
+                a.head_since = now - running[1]  # busy, but not on one call for too long
+                continue
+            if running is not None:
+                index, elapsed = running
+            else:
+                index = self._running[a.in_flight[0]][0] if a.in_flight[0] in self._running else -1
+                elapsed = now - a.head_since
             msg = (f"{self.name}: actor {key} (pid {a.pid}) has been running one call on input batch {index} "
-                   f"for {now - a.head_since:.0f}s, over the stall timeout of {limit:g}s; "
+                   f"for {elapsed:.0f}s, over the stall timeout of {limit:g}s; "
                    f"{len(a.in_flight) - 1} more batch(es) wait behind it")
             hint = ("the user's __call__ is hung (a deadlock, a blocking read, a lost GPU) — check its logs; if it "
                     "is only slow, raise DataContext.get_current().stall_timeout_s")
             raise StallError(msg, hint)
+
+    @staticmethod
+    def _user_call(actor: _Actor) -> tuple[int, float] | None:
+        try:
+            answer: tuple[int, float] | None = ray.get(actor.handle.user_call.remote(), timeout=10)
+        except Exception:  # noqa: BLE001 - a dead or unreachable actor: fall back to the driver's view
+            return None
+        return answer
 
     # ------------------------------------------------------------------ work
     def _pick_actor(self) -> int | None:

@@ -9,8 +9,10 @@ naming the operator and the block.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -104,13 +106,36 @@ class UserFn:
         return inst
 
 
+class UserCallLock:
+    """Held around each call of user code in a pool actor; says which input batch holds it, since when.
+
+    Ray starts a threaded actor's calls in no fixed order, so the oldest call the driver sent is
+    not always the one in user code: the driver asks the actor (``holder``) before it names a
+    batch as hung.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: ``(input batch index, time.time() it entered)`` of the call in user code, or ``None``.
+        self.holder: tuple[int, float] | None = None
+
+    @contextlib.contextmanager
+    def hold(self, index: int) -> Iterator[None]:
+        with self._lock:
+            self.holder = (index, time.time())
+            try:
+                yield
+            finally:
+                self.holder = None
+
+
 #: Set in a pool actor (``set_user_call_lock``): every call of user code in that process holds it,
 #: so the user's code runs on one thread at a time while the actor's other thread fetches and
 #: formats the next batch (and writes back the last one).
-_user_call_lock: threading.Lock | None = None
+_user_call_lock: UserCallLock | None = None
 
 
-def set_user_call_lock(lock: threading.Lock | None) -> None:
+def set_user_call_lock(lock: UserCallLock | None) -> None:
     global _user_call_lock
     _user_call_lock = lock
 
@@ -120,7 +145,7 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
         lock = _user_call_lock
         if lock is None:
             return fn(arg, *user.args, **user.kwargs)
-        with lock:
+        with lock.hold(ctx.task_index):
             out = fn(arg, *user.args, **user.kwargs)
             # A generator's body is user code too: run it here, under the lock.
             return list(out) if _is_generator(out) else out
