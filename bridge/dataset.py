@@ -24,7 +24,7 @@ from bridge import batch as batch_mod
 from bridge.block import Block, concat_blocks
 from bridge.compute import resolve_compute
 from bridge.context import DataContext
-from bridge.execution.bundle import RefBundle
+from bridge.execution.bundle import ReadyBundles, RefBundle
 from bridge.execution.stats import DatasetStats
 from bridge.execution.transform import (
     BlockTransform,
@@ -382,9 +382,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         stats = DatasetStats(parent=self._stats_parent)
         self._last_stats = stats
         if isinstance(self._plan, InputData):
-            bundles = list(self._plan.bundles)
             stats.end = stats.start
-            return iter(bundles), stats
+            return ReadyBundles(self._plan.bundles), stats
         ops = physical_plan(optimize(self._plan), ctx)
         executor = StreamingExecutor(ops, ctx, stats)
         return executor.iter_bundles(), stats

@@ -82,3 +82,68 @@ def test_budget_bounds_bytes_in_flight_with_a_slow_consumer():
 def test_numpy_batches_are_zero_copy_views():
     batch = next(iter(bridge.range(1000).iter_batches(batch_size=None)))
     assert isinstance(batch["id"], np.ndarray) and not batch["id"].flags.owndata
+
+
+# ------------------------------------------------------------------ fetching blocks in groups
+
+
+def _bundle(*sizes: int, start: int = 0) -> tuple[bridge.execution.bundle.RefBundle, int]:
+    import pyarrow as pa
+
+    from bridge.block import BlockMetadata
+    from bridge.execution.bundle import RefBundle
+
+    refs, metas = [], []
+    for n in sizes:
+        block = pa.table({"id": pa.array(range(start, start + n), pa.int64())})
+        refs.append(ray.put(block))
+        metas.append(BlockMetadata.of(block))
+        start += n
+    return RefBundle(refs, metas), start
+
+
+def test_skipping_rows_keeps_every_block_after_the_first_partial_one():
+    # A resumed iterator skips a prefix: the block it starts inside is sliced and every later
+    # block kept, also a short one inside the same bundle (it was dropped as if still skipped).
+    from bridge.execution.bundle import ReadyBundles
+    from bridge.iteration.batch_iterator import blocks_from_bundles
+
+    first, end = _bundle(10, 3)
+    second, end = _bundle(4, start=end)
+    for bundles in ([first, second], ReadyBundles([first, second])):
+        ids = [i for b in blocks_from_bundles(bundles, skip_rows=5) for i in b.column("id").to_pylist()]
+        assert ids == list(range(5, end))
+
+
+def test_ready_bundles_are_fetched_in_groups_in_order_and_bounded():
+    from bridge.execution.bundle import ReadyBundles
+    from bridge.iteration import batch_iterator
+
+    bundles = []
+    end = 0
+    for _ in range(20):
+        b, end = _bundle(7, start=end)
+        bundles.append(b)
+    ready = ReadyBundles(bundles)
+    calls = []
+    real_get = batch_iterator.get_blocks
+
+    def counting_get(refs, where=None):
+        calls.append(len(refs))
+        return real_get(refs, where)
+
+    batch_iterator.get_blocks = counting_get
+    try:
+        ids = [i for b in batch_iterator.blocks_from_bundles(ready) for i in b.column("id").to_pylist()]
+    finally:
+        batch_iterator.get_blocks = real_get
+    assert ids == list(range(end))
+    assert calls == [8, 8, 4]
+    # The size bound: a group never passes FETCH_GROUP_BYTES, except a single block.
+    assert ReadyBundles(bundles).take_ready(8, 1) == bundles[:1]
+
+
+def test_streaming_output_is_fetched_in_groups_and_nothing_is_lost():
+    ds = bridge.range(5000, override_num_blocks=50).map_batches(lambda b: b)
+    ids = [i for batch in ds.iter_batches(batch_size=333, prefetch_batches=0) for i in batch["id"].tolist()]
+    assert ids == list(range(5000))

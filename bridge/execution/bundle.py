@@ -66,6 +66,41 @@ def first_schema(metas: Iterable[BlockMetadata]) -> pa.Schema | None:
     return fallback
 
 
+class ReadyBundles:
+    """An iterator over bundles whose blocks all exist (a materialized dataset's), with ``take_ready``.
+
+    ``take_ready(max_bundles, max_bytes)`` hands out the next bundles that are
+    already done without waiting for more, as the streaming executor's output
+    does: the iterators fetch such a group of blocks in one ``ray.get``
+    (``bridge/iteration/batch_iterator.blocks_from_bundles``).
+    """
+
+    def __init__(self, bundles: Iterable[RefBundle]) -> None:
+        self._bundles = list(bundles)
+        self._next = 0
+
+    def __iter__(self) -> ReadyBundles:
+        return self
+
+    def __next__(self) -> RefBundle:
+        if self._next >= len(self._bundles):
+            raise StopIteration
+        self._next += 1
+        return self._bundles[self._next - 1]
+
+    def take_ready(self, max_bundles: int, max_bytes: int) -> list[RefBundle]:
+        taken: list[RefBundle] = []
+        size = 0
+        while self._next < len(self._bundles) and len(taken) < max_bundles:
+            bundle = self._bundles[self._next]
+            if taken and size + bundle.size_bytes > max_bytes:
+                break
+            taken.append(bundle)
+            size += bundle.size_bytes
+            self._next += 1
+        return taken
+
+
 @dataclasses.dataclass
 class BlockLayout:
     """A materialized Dataset's blocks as an adapter needs them: ``Dataset.block_layout()``.

@@ -141,6 +141,25 @@ class StreamingExecutor:
         finally:
             self.shutdown()
 
+    def _take_ready(self, max_bundles: int, max_bytes: int) -> list[RefBundle]:
+        """Output bundles already queued, in order, without waiting (at most ``max_bundles`` / ``max_bytes``)."""
+        taken: list[RefBundle] = []
+        size = 0
+        with self._out.mutex:
+            waiting = self._out.queue
+            while waiting and len(taken) < max_bundles:
+                item = waiting[0]
+                if not isinstance(item, RefBundle) or (taken and size + item.size_bytes > max_bytes):
+                    break  # the end, an error or the size bound: left for the generator
+                waiting.popleft()
+                taken.append(item)
+                size += item.size_bytes
+        if taken:
+            with self._out_lock:
+                self._out_bytes -= size
+            self._wake.set()
+        return taken
+
     def request_stop(self) -> None:
         """Ask the loop to stop; returns at once and takes no lock (safe in a signal handler)."""
         self._stop.set()
@@ -258,6 +277,10 @@ class BundleStream(Iterator[RefBundle]):
 
     def __next__(self) -> RefBundle:
         return next(self._gen)
+
+    def take_ready(self, max_bundles: int, max_bytes: int) -> list[RefBundle]:
+        """The next bundles that are already done, without waiting for more (see ``ReadyBundles``)."""
+        return self._executor._take_ready(max_bundles, max_bytes)
 
     def request_stop(self) -> None:
         """Ask the execution to stop without waiting (for a signal handler); ``close()`` finishes the job."""

