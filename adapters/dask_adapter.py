@@ -25,6 +25,8 @@ and changes no global Dask configuration.
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import sys
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -203,20 +205,33 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
     with _PublishedFutures() as published:
         shipped = [published.replace(sub) for sub in subs]
         published.publish()
-        pairs = [_put_partition(part) if part is not None else _compute_partition.remote(sub, key, i)
-                 for i, (sub, key, part) in enumerate(zip(shipped, keys, local))]
-        metas = ray.get([m for _, m in pairs])
+        pairs: list[tuple[ray.ObjectRef, Any]] = [
+            _compute_partition.remote(sub, key, i) if part is None else (None, None)
+            for i, (sub, key, part) in enumerate(zip(shipped, keys, local))]
+        # Partitions this process holds: converted and put from a few threads (Arrow's conversion and
+        # the copy into the object store release the GIL; one thread alone is bound by page faults).
+        held = [i for i, part in enumerate(local) if part is not None]
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+            for i, pair in zip(held, pool.map(_put_partition, [local[i] for i in held])):
+                pairs[i] = pair
+        computed = ray.get([m for _, m in pairs if isinstance(m, ray.ObjectRef)])
+    computed.reverse()
+    metas = [computed.pop() if isinstance(m, ray.ObjectRef) else m for _, m in pairs]
     return from_block_refs([b for b, _ in pairs], metas, name="FromDask")
 
 
 def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
     """The partition itself when the graph holds it as data in this process (``from_pandas``, a
     local ``persist()``): nothing to compute, and shipping it to a task would copy it twice."""
-    if len(sub) != 1:
-        return None
-    from dask._task_spec import DataNode
+    from dask._task_spec import Alias, DataNode
 
-    value = sub[key]
+    value = sub.get(key)
+    # A persisted frame's partition is an alias of the key that holds the data.
+    for _ in range(len(sub)):
+        if not isinstance(value, Alias):
+            break
+        target = value.target
+        value = sub.get(target.key if hasattr(target, "key") else target)
     if isinstance(value, DataNode):
         value = value.value
     if type(value).__module__.startswith("pandas") and hasattr(value, "iloc"):
@@ -224,14 +239,14 @@ def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
     return None
 
 
-def _put_partition(part: Any) -> tuple[ray.ObjectRef, ray.ObjectRef]:
+def _put_partition(part: Any) -> tuple[ray.ObjectRef, BlockMetadata]:
     """A driver-held partition -> one Arrow block put by (and owned by) the driver: a single copy."""
     from bridge.io.memory import pandas_to_block
 
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()
     block = pandas_to_block(part)
-    return ray.put(block), ray.put(BlockMetadata.of(block))
+    return ray.put(block), BlockMetadata.of(block)
 
 
 # ---------------------------------------------------------------- Dataset -> Dask

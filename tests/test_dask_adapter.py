@@ -118,3 +118,20 @@ def test_not_a_dask_frame_is_refused_with_a_hint():
 
     with pytest.raises(bridge.BridgeError, match="Hint:"):
         get_adapter("dask").to_dataset(pd.DataFrame({"x": [1]}))
+
+
+@pytest.mark.parametrize("persist", [False, True])
+def test_partitions_this_process_holds_are_put_without_a_task(persist):
+    # from_pandas, and a frame persisted with a local scheduler, hold their partitions in this
+    # process: they are converted here and put once, not pickled into a task and copied again.
+    from adapters.dask_adapter import _held_by_driver, _keep_nested_objects, _subgraphs
+
+    pdf = pd.DataFrame({"a": np.arange(40), "s": [f"x{i}" for i in range(40)]})
+    ddf = dd.from_pandas(pdf, npartitions=4)
+    if persist:
+        ddf = ddf.persist(scheduler="sync")
+    subs, keys, _ = _subgraphs(_keep_nested_objects(ddf).optimize())
+    held = [_held_by_driver(sub, key) for sub, key in zip(subs, keys)]
+    assert [len(p) for p in held] == [10, 10, 10, 10]
+    assert pd.concat(held)["a"].tolist() == list(range(40))
+    assert bridge.from_dask(ddf).to_pandas()["s"].tolist() == pdf["s"].tolist()
