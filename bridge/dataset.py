@@ -571,6 +571,38 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             return sum(len(b.refs) for b in plan.bundles)
         return sum(len(b.refs) for b in self.iter_internal_ref_bundles())
 
+    def input_files(self) -> list[str]:
+        """The files the Dataset reads or was read from, each once, in plan order (``[]`` for in-memory sources).
+
+        Learned from the plan's read operators (their files were listed when the
+        Dataset was made) and, for a materialized Dataset, from its blocks'
+        metadata and the plan that produced them: nothing is read.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).input_files()
+            []
+        """
+        files: dict[str, None] = {}
+        seen: set[int] = set()
+        todo: list[LogicalOp] = [self._plan]
+        while todo:
+            op = todo.pop()
+            if id(op) in seen:
+                continue
+            seen.add(id(op))
+            if isinstance(op, Read):
+                for task in op.datasource.get_read_tasks(1):
+                    files.update(dict.fromkeys(task.metadata.input_files or ()))
+            elif isinstance(op, InputData):
+                for bundle in op.bundles:
+                    for m in bundle.metas:
+                        files.update(dict.fromkeys(m.input_files or ()))
+                if op.lineage is not None:
+                    todo.append(op.lineage)
+            todo.extend(reversed(op.inputs))
+        return list(files)
+
     def size_bytes(self) -> int:
         plan = self._plan
         if isinstance(plan, InputData):

@@ -231,3 +231,50 @@ def test_columns_fetch_if_missing():
     assert lazy.columns(fetch_if_missing=False) is None
     assert lazy.columns() == ["id"]
     assert bridge.range(3).materialize().columns(fetch_if_missing=False) == ["id"]
+
+
+# ------------------------------------------------------------------ input files and paths
+
+
+def _parquet_files(tmp_path, n=3):
+    import pyarrow.parquet as pq
+
+    paths = []
+    for i in range(n):
+        path = tmp_path / f"part-{i}.parquet"
+        pq.write_table(pa.table({"x": pa.array([i, i + 10], pa.int64()), "y": ["a", "b"]}), path)
+        paths.append(str(path))
+    return paths
+
+
+def test_input_files_names_every_file_once_through_maps_unions_and_materialize(tmp_path):
+    paths = _parquet_files(tmp_path)
+    csv = tmp_path / "more.csv"
+    csv.write_text("x,y\n7,c\n")
+    ds = bridge.read_parquet(str(tmp_path), file_extensions=["parquet"])
+    assert ds.input_files() == paths
+    assert ds.map_batches(lambda b: b).filter(lambda r: r["x"] > 0).input_files() == paths
+    assert ds.map_batches(lambda b: b).materialize().input_files() == paths
+    assert sorted(bridge.read_csv(str(csv)).union(ds).input_files()) == sorted([str(csv), *paths])
+    assert bridge.range(5).input_files() == [] and bridge.from_items([{"a": 1}]).input_files() == []
+
+
+def test_read_parquet_include_paths_adds_a_string_path_column(tmp_path):
+    paths = _parquet_files(tmp_path)
+    ds = bridge.read_parquet(str(tmp_path), include_paths=True)
+    assert ds.schema().names == ["x", "y", "path"] and ds.schema().field("path").type == pa.string()
+    rows = ds.take_all()
+    assert [(r["x"], r["path"]) for r in rows] == [(x, p) for i, p in enumerate(paths) for x in (i, i + 10)]
+    # Projections may name it, alone or with file columns, in any order.
+    assert bridge.read_parquet(str(tmp_path), include_paths=True, columns=["path", "y"]).take(1) == [
+        {"path": paths[0], "y": "a"}]
+    assert ds.select_columns(["path"]).count() == 6
+    assert bridge.read_parquet(str(tmp_path)).schema().names == ["x", "y"]
+
+
+def test_read_parquet_include_paths_refuses_a_file_column_named_path(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"path": ["a"]}), tmp_path / "p.parquet")
+    with pytest.raises(bridge.errors.BridgeError, match="already have a column named 'path'"):
+        bridge.read_parquet(str(tmp_path), include_paths=True)

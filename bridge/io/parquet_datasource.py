@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 
 from bridge.errors import BridgeError, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
+from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
 from bridge.io.paths import FileReadError, expand_paths
 
@@ -74,7 +75,9 @@ class ParquetDatasource(Datasource):
         schema: pa.Schema | None = None,
         file_extensions: tuple[str, ...] | None = None,
         override_num_blocks: int | None = None,
+        include_paths: bool = False,
     ) -> None:
+        self.include_paths = include_paths
         self.filesystem, files = expand_paths(paths, filesystem, file_extensions, "read_parquet")
         self.filter = as_expression(filter)
         self.override_num_blocks = override_num_blocks
@@ -83,9 +86,12 @@ class ParquetDatasource(Datasource):
         if schema is None:
             self.dataset = _with_unified_schema(self.dataset)
         self.schema = self.dataset.schema
+        if include_paths and PATH_COLUMN in self.schema.names:
+            msg = f"read_parquet(include_paths=True): the files already have a column named {PATH_COLUMN!r}"
+            raise BridgeError(msg, "rename that column in the files, or read without include_paths")
         self.columns = None if columns is None else list(columns)
         if self.columns is not None:
-            _check_columns(self.columns, self.schema)
+            _check_columns(self._scan_columns() or [], self.schema)
         self.units = _plan_units(self.dataset, self.filter)
         self.exact_num_rows = self.filter is None
 
@@ -104,7 +110,7 @@ class ParquetDatasource(Datasource):
 
     # ----------------------------------------------------------------- pushdown
     def with_projection(self, columns: list[str]) -> ParquetDatasource:
-        _check_columns(columns, self.schema)
+        _check_columns([c for c in columns if not (self.include_paths and c == PATH_COLUMN)], self.schema)
         out = self._copy()
         out.columns = list(columns)
         return out
@@ -128,9 +134,19 @@ class ParquetDatasource(Datasource):
         out.__dict__.update(self.__dict__)
         return out
 
+    def _scan_columns(self) -> list[str] | None:
+        """The columns to read from the files (``path`` is added after the scan)."""
+        if self.columns is None:
+            return None
+        return [c for c in self.columns if not (self.include_paths and c == PATH_COLUMN)]
+
     def known_schema(self) -> pa.Schema:
         # The files' unified schema was read from their footers when the source was made.
-        return self.schema if self.columns is None else pa.schema([self.schema.field(c) for c in self.columns])
+        path = pa.field(PATH_COLUMN, pa.string())
+        if self.columns is None:
+            return self.schema.append(path) if self.include_paths else self.schema
+        return pa.schema([path if self.include_paths and c == PATH_COLUMN else self.schema.field(c)
+                          for c in self.columns])
 
     # ----------------------------------------------------------------- tasks
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
@@ -144,10 +160,19 @@ class ParquetDatasource(Datasource):
         for group in _pack(self.units, n):
             rows = sum(u.num_rows for u in group)
             nbytes = int(sum(u.size_bytes for u in group) * self._projected_fraction())
-            read = _ParquetRead(_by_file(group), self.schema, self.columns, self.filter)
+            read = _ParquetRead(_by_file(group), self.schema, self._scan_columns(), self.filter,
+                                self._path_position())
             files = sorted({u.path for u in group})
             tasks.append(ReadTask(read, meta(rows if self.filter is None else 0, nbytes, out_schema, files)))
         return tasks
+
+    def _path_position(self) -> int | None:
+        """Where the ``path`` column goes in each block, or ``None`` without ``include_paths``."""
+        if not self.include_paths:
+            return None
+        if self.columns is None:
+            return len(self.schema)
+        return self.columns.index(PATH_COLUMN) if PATH_COLUMN in self.columns else None
 
     def describe(self) -> str:
         files = len({u.path for u in self.units})
@@ -315,6 +340,7 @@ class _ParquetRead:
     schema: pa.Schema
     columns: list[str] | None
     filter: pds.Expression | None
+    path_at: int | None = None  # include_paths: the position of the ``path`` column
 
     def __call__(self) -> Iterator[pa.Table]:
         for frag in self.fragments:
@@ -329,6 +355,8 @@ class _ParquetRead:
                     raise cast from err
                 msg = f"cannot read Parquet file {frag.path!r} (row groups {[rg.id for rg in frag.row_groups]}): {detail}"
                 raise FileReadError(msg, _HINT) from err
+            if self.path_at is not None:
+                table = table.add_column(self.path_at, PATH_COLUMN, pa.array([frag.path] * table.num_rows, pa.string()))
             yield table
 
 

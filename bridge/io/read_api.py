@@ -48,6 +48,7 @@ def read_parquet(
     schema: Any = None,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    include_paths: bool = False,
 ) -> Dataset:
     """Parquet files, split by file and row group, with column and predicate pushdown.
 
@@ -66,6 +67,7 @@ def read_parquet(
             naive vs zoned timestamps) raise ``SchemaMismatchError`` naming both files.
         file_extensions: Only read files with these extensions in directories.
         override_num_blocks: Number of read tasks (at most one per row group).
+        include_paths: Add a ``path`` column (string) naming each row's file.
 
     Example:
         >>> import bridge, pyarrow.compute as pc
@@ -78,7 +80,7 @@ def read_parquet(
     exts = tuple(file_extensions) if file_extensions else None
     return read_datasource(ParquetDatasource(
         paths, columns=columns, filter=filter, filesystem=filesystem, partitioning=partitioning, schema=schema,
-        file_extensions=exts, override_num_blocks=override_num_blocks,
+        file_extensions=exts, override_num_blocks=override_num_blocks, include_paths=include_paths,
     ))
 
 
