@@ -141,6 +141,8 @@ class FileWriter:
     column: str | None = None
     #: Set for ``mode="append"``: makes every name of this write new (see the module docstring).
     write_id: str | None = None
+    #: Hive-style ``k=v`` directories by these columns (Parquet only; see ``write_parquet``).
+    partition_cols: list[str] = dataclasses.field(default_factory=list)
 
     def file_name(self, index: int) -> str:
         if self.write_id:
@@ -154,7 +156,18 @@ class FileWriter:
         if table is None or (table.num_rows == 0 and ctx.task_index != 0):
             yield pa.table({"path": pa.array([], pa.string()), "num_rows": pa.array([], pa.int64())})
             return
-        path = f"{self.directory}/{self.file_name(ctx.task_index)}"
+        pieces = hive_pieces(table, self.partition_cols) if self.partition_cols else [("", table)]
+        paths, counts = [], []
+        for subdir, piece in pieces:
+            if subdir:
+                self.fs.create_dir(self.directory + subdir, recursive=True)
+            path = f"{self.directory}{subdir}/{self.file_name(ctx.task_index)}"
+            self._write_file(path, piece)
+            paths.append(path)
+            counts.append(piece.num_rows)
+        yield pa.table({"path": pa.array(paths, pa.string()), "num_rows": pa.array(counts, pa.int64())})
+
+    def _write_file(self, path: str, table: Block) -> None:
         try:
             atomic_write(self.fs, path, lambda stream: self._write(table, stream))
         except BridgeError:
@@ -168,7 +181,6 @@ class FileWriter:
         except Exception as err:  # noqa: BLE001 - name the file and the cause
             msg = f"write_{self.fmt}: cannot write {path!r}: {type(err).__name__}: {err}"
             raise FileWriteError(msg, "check that the directory is writable and the disk is not full") from err
-        yield pa.table({"path": [path], "num_rows": pa.array([table.num_rows], pa.int64())})
 
     def _write(self, table: Block, stream: Any) -> None:
         if self.fmt == "parquet":
@@ -200,6 +212,66 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
     stream.write(buf.getvalue())
 
 
+#: The directory name pyarrow's Hive partitioning reads back as null.
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) -> None:
+    """Partition columns must exist, be scalar, and leave at least one column for the files."""
+    if fmt != "parquet":  # pragma: no cover - only write_parquet passes them
+        raise BridgeError(f"write_{fmt} does not take partition_cols", "use write_parquet(partition_cols=...)")
+    if schema is None:
+        return
+    missing = [c for c in cols if c not in schema.names]
+    if missing:
+        msg = f"write_parquet(partition_cols={cols}): no column(s) {missing}; the Dataset has {schema.names}"
+        raise BridgeError(msg, "pass names of existing columns")
+    for c in cols:
+        t = schema.field(c).type
+        if pa.types.is_nested(t) or tensor.is_tensor(t) or _is_binary(t) or pa.types.is_floating(t):
+            msg = f"write_parquet(partition_cols=...): column {c!r} has type {t}, which cannot name a directory"
+            hint = "partition by integer, string, boolean, date or timestamp columns; derive one first if needed"
+            raise BridgeError(msg, hint)
+    if len(set(cols)) == len(schema.names):
+        msg = f"write_parquet(partition_cols={cols}) names every column; the files would hold none"
+        raise BridgeError(msg, "leave at least one column out of partition_cols")
+
+
+def _hive_segment(name: str, value: Any) -> str:
+    import urllib.parse
+
+    if value is None:
+        text = HIVE_NULL
+    elif isinstance(value, bool):
+        text = str(value).lower()
+    else:
+        text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    return f"{name}={urllib.parse.quote(text, safe='')}"
+
+
+def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
+    """``table`` split by the distinct values of ``cols``: ``("/k=v/k2=v2", rows without cols)``, in first-seen order."""
+    import pyarrow.compute as pc
+
+    keys = table.select(cols)
+    out = []
+    seen: dict[tuple[Any, ...], None] = {}
+    for row in keys.to_pylist():
+        seen.setdefault(tuple(row[c] for c in cols), None)
+    columns = {}
+    for c in cols:
+        col = table.column(c)
+        columns[c] = col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
+    for values in seen:
+        mask = None
+        for c, v in zip(cols, values):
+            m = pc.is_null(columns[c]) if v is None else pc.fill_null(pc.equal(columns[c], v), False)
+            mask = m if mask is None else pc.and_(mask, m)
+        piece = table.filter(mask).drop_columns(cols)
+        out.append(("/" + "/".join(_hive_segment(c, v) for c, v in zip(cols, values)), piece))
+    return out
+
+
 def new_write_id() -> str:
     """``20240131T235959123-1a2b3c``: sorts by time, and two writes in one millisecond still differ."""
     now = time.time()
@@ -211,7 +283,7 @@ _WRITE_ID = r"\d{8}T\d{9}-[0-9a-f]{6}"
 
 
 def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: str,
-                      fmt: str) -> tuple[pafs.FileSystem, str, bool]:
+                      fmt: str, recursive: bool = False) -> tuple[pafs.FileSystem, str, bool]:
     """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``.
 
     "Data" is any file a reader would read: files under the directory, at any
@@ -219,7 +291,8 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
     ``_SUCCESS``).  ``"error"`` fails and ``"ignore"`` skips the write when the
     directory holds data, so an empty directory (or one holding only hidden
     files) is written to.  ``"overwrite"`` removes this prefix's earlier files,
-    appended ones included; ``"append"`` never touches a file (its names are new).
+    appended ones included (in ``k=v`` subdirectories too with ``recursive``, for
+    partitioned writes); ``"append"`` never touches a file (its names are new).
     """
     if mode not in MODES:
         msg = f"write_{fmt}(mode=...) must be one of {MODES}; got {mode!r}"
@@ -239,7 +312,7 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
             return fs, directory, True
     if info.type == pafs.FileType.Directory and mode == "overwrite":
         ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
-        for i in fs.get_file_info(pafs.FileSelector(directory)):
+        for i in fs.get_file_info(pafs.FileSelector(directory, recursive=recursive)):
             if i.type == pafs.FileType.File and ours.match(i.base_name):
                 fs.delete_file(i.path)
     fs.create_dir(directory, recursive=True)

@@ -20,27 +20,39 @@ class WriteMethods:
     """File-writing methods of :class:`bridge.Dataset`."""
 
     def _write_files(self, fmt: str, ext: str, path: Any, filesystem: Any, mode: str, filename_prefix: str,
-                     options: dict[str, Any], column: str | None = None) -> list[str]:
+                     options: dict[str, Any], column: str | None = None,
+                     partition_cols: list[str] | None = None) -> list[str]:
         from bridge.execution.transform import BlockTransform
-        from bridge.io.file_datasink import FileWriter, new_write_id, prepare_directory
+        from bridge.io.file_datasink import FileWriter, check_partition_cols, new_write_id, prepare_directory
 
-        fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt)
+        if partition_cols:
+            check_partition_cols(list(partition_cols), self.schema(), fmt)  # type: ignore[attr-defined]
+        fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
+                                                recursive=bool(partition_cols))
         if skip:
             return []
         write_id = new_write_id() if mode == "append" else None
-        writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id)
+        writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id,
+                            list(partition_cols or ()))
         label = f"Write{fmt.capitalize()}"
         ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {})  # type: ignore[attr-defined]
         result = ds.to_arrow()
         return [p for p in result.column("path").to_pylist()] if result.num_rows else []
 
     def write_parquet(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
-                      filename_prefix: str = "part", **parquet_options: Any) -> list[str]:
+                      filename_prefix: str = "part", partition_cols: list[str] | None = None,
+                      **parquet_options: Any) -> list[str]:
         """Write one Parquet file per block into directory ``path`` (local or ``s3://...``).
 
         Every Arrow type survives, including tensor columns (``arrow.fixed_shape_tensor``)
         and pandas index metadata.  ``parquet_options`` go to ``pyarrow.parquet.write_table``
         (``compression="zstd"``, ``row_group_size=...``).
+
+        ``partition_cols`` writes Hive-style directories, ``path/k=v/part-00003.parquet``
+        (one file per block and partition value; values URI-encoded, nulls as
+        ``__HIVE_DEFAULT_PARTITION__``, the partition columns not repeated in the files),
+        which ``read_parquet(path)`` reads back with those columns typed by pyarrow's
+        inference (``year=2024`` reads as an integer).
 
         Returns:
             The paths written, in block order.
@@ -50,7 +62,8 @@ class WriteMethods:
             >>> bridge.range(10, override_num_blocks=2).write_parquet("/tmp/rb_doc_out")  # doctest: +SKIP
             ['/tmp/rb_doc_out/part-00000.parquet', '/tmp/rb_doc_out/part-00001.parquet']
         """
-        return self._write_files("parquet", "parquet", path, filesystem, mode, filename_prefix, parquet_options)
+        return self._write_files("parquet", "parquet", path, filesystem, mode, filename_prefix, parquet_options,
+                                 partition_cols=partition_cols)
 
     def write_csv(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                   filename_prefix: str = "part", **csv_options: Any) -> list[str]:
