@@ -145,6 +145,9 @@ class StreamingExecutor:
         """Output bundles already queued, in order, without waiting (at most ``max_bundles`` / ``max_bytes``)."""
         taken: list[RefBundle] = []
         size = 0
+        # Bundles handed out stop counting against the budget while the consumer still holds
+        # them: keep a group to a quarter of the budget, so the execution stays within it.
+        max_bytes = min(max_bytes, self.budget // 4)
         with self._out.mutex:
             waiting = self._out.queue
             while waiting and len(taken) < max_bundles:
