@@ -205,19 +205,19 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
     with _PublishedFutures() as published:
         shipped = [published.replace(sub) for sub in subs]
         published.publish()
-        pairs: list[tuple[ray.ObjectRef, Any]] = [
-            _compute_partition.remote(sub, key, i) if part is None else (None, None)
-            for i, (sub, key, part) in enumerate(zip(shipped, keys, local))]
+        blocks: list[Any] = [None] * len(keys)
+        metas: list[Any] = [None] * len(keys)
+        remote: dict[int, Any] = {i: _compute_partition.remote(sub, key, i)
+                                  for i, (sub, key, part) in enumerate(zip(shipped, keys, local)) if part is None}
         # Partitions this process holds: converted and put from a few threads (Arrow's conversion and
         # the copy into the object store release the GIL; one thread alone is bound by page faults).
         held = [i for i, part in enumerate(local) if part is not None]
         with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
-            for i, pair in zip(held, pool.map(_put_partition, [local[i] for i in held])):
-                pairs[i] = pair
-        computed = ray.get([m for _, m in pairs if isinstance(m, ray.ObjectRef)])
-    computed.reverse()
-    metas = [computed.pop() if isinstance(m, ray.ObjectRef) else m for _, m in pairs]
-    return from_block_refs([b for b, _ in pairs], metas, name="FromDask")
+            for i, (block, meta) in zip(held, pool.map(_put_partition, [local[i] for i in held])):
+                blocks[i], metas[i] = block, meta
+        for i, meta in zip(remote, ray.get([m for _, m in remote.values()])):
+            blocks[i], metas[i] = remote[i][0], meta
+    return from_block_refs(blocks, metas, name="FromDask")
 
 
 def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:

@@ -222,10 +222,9 @@ def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) ->
         raise BridgeError(f"write_{fmt} does not take partition_cols", "use write_parquet(partition_cols=...)")
     if schema is None:
         return
-    missing = [c for c in cols if c not in schema.names]
-    if missing:
-        msg = f"write_parquet(partition_cols={cols}): no column(s) {missing}; the Dataset has {schema.names}"
-        raise BridgeError(msg, "pass names of existing columns")
+    from bridge.ops.exchange import check_columns
+
+    check_columns(f"write_parquet(partition_cols={cols})", cols, schema)
     for c in cols:
         t = schema.field(c).type
         if pa.types.is_nested(t) or tensor.is_tensor(t) or _is_binary(t) or pa.types.is_floating(t):
@@ -253,16 +252,15 @@ def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
     """``table`` split by the distinct values of ``cols``: ``("/k=v/k2=v2", rows without cols)``, in first-seen order."""
     import pyarrow.compute as pc
 
-    keys = table.select(cols)
+    # The distinct keys in order of first appearance (one Arrow pass; nulls form a key of their own).
+    distinct = table.select(cols).group_by(cols, use_threads=False).aggregate([]).to_pylist()
     out = []
-    seen: dict[tuple[Any, ...], None] = {}
-    for row in keys.to_pylist():
-        seen.setdefault(tuple(row[c] for c in cols), None)
     columns = {}
     for c in cols:
         col = table.column(c)
         columns[c] = col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
-    for values in seen:
+    for row in distinct:
+        values = tuple(row[c] for c in cols)
         mask = None
         for c, v in zip(cols, values):
             m = pc.is_null(columns[c]) if v is None else pc.fill_null(pc.equal(columns[c], v), False)
