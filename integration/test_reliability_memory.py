@@ -126,10 +126,10 @@ def test_object_store_returns_to_its_starting_use_after_datasets_and_iterators_a
     assert shuffled.count() == 1_000_000
     splits = mat.streaming_split(2, equal=True)
     for split in splits:
-        for batch in split.iter_batches(batch_size=5000):
+        for _batch in split.iter_batches(batch_size=5000):
             break
     # The batch too: its arrays are zero-copy views that keep their block in the store.
-    del ds, mat, it, shuffled, splits, split, batch
+    del ds, mat, it, shuffled, splits, split, _batch
     used = _wait_store_back_to(baseline, slack=MiB)  # MiB is the summary's resolution
     print(f"\nobject store: baseline {baseline / MiB:.1f} MiB, after delete {used / MiB:.1f} MiB")
     assert used <= baseline + MiB, f"{(used - baseline) / MiB:.1f} MiB still held after everything was deleted"
