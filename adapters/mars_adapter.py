@@ -12,13 +12,22 @@ actor pools, outside Ray, and has no Arrow export, so the conversion streams:
   is written to disk.
 * ``to_mars`` hands Xorbits one pandas frame per block and concatenates them
   lazily, so Xorbits gets one chunk per block.
+
+Types: both ways follow ``bridge.pandas_types``.  Xorbits drops ``DataFrame.attrs``
+(where the pandas, Dask and Modin paths carry the Arrow schema), so ``to_mars``
+remembers the schema of each frame it returns, keyed by the frame object, while
+its column dtypes stay as made: ``from_mars`` of that frame restores the types
+pandas cannot name (large strings, dictionary index widths, the columns of an
+empty frame, a fixed-shape tensor with a null row).
 """
 
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import ray
 
 from bridge.errors import BridgeError
@@ -35,6 +44,28 @@ def _is_xorbits_frame(obj: Any) -> bool:
     return xpd is not None and isinstance(obj, (xpd.DataFrame, xpd.Series))
 
 
+#: id(frame) -> (weak reference to the frame, its dtypes when made, the Arrow schema it was made from).
+_MADE: dict[int, tuple[weakref.ref, list[tuple[str, str]], pa.Schema]] = {}
+
+
+def _dtypes(df: Any) -> list[tuple[str, str]]:
+    return [(str(name), str(dtype)) for name, dtype in df.dtypes.items()]
+
+
+def _remember_schema(df: Any, schema: pa.Schema) -> None:
+    key = id(df)
+    _MADE[key] = (weakref.ref(df), _dtypes(df), schema)
+    weakref.finalize(df, _MADE.pop, key, None)
+
+
+def _schema_made_with(df: Any) -> pa.Schema | None:
+    """The schema ``to_mars`` made ``df`` from, while ``df`` is that object with the same dtypes."""
+    entry = _MADE.get(id(df))
+    if entry is None or entry[0]() is not df or entry[1] != _dtypes(df):
+        return None
+    return entry[2]
+
+
 def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> MaterializedDataset:
     """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
     from bridge._ray import ensure_ray
@@ -49,13 +80,14 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
     ensure_ray()
     if hasattr(df, "to_frame") and not hasattr(df, "columns"):
         df = df.to_frame()
+    like = _schema_made_with(df)
     fetched = [0]
 
     def blocks() -> Any:
         try:
             for part in df.iterbatch(batch_size=batch_size):
                 fetched[0] += 1
-                yield pandas_to_block(part)
+                yield pandas_to_block(part, like)
         except BridgeError:
             raise
         except Exception as err:
@@ -63,7 +95,7 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
             raise BridgeError(msg, "check the frame computes with df.head().to_pandas(); is xorbits.init() "
                                    "running?") from err
         if not fetched[0]:  # an empty frame keeps its schema
-            yield pandas_to_block(df.head(0).to_pandas())
+            yield pandas_to_block(df.head(0).to_pandas(), like)
 
     return from_blocks(blocks(), name="FromMars")
 
@@ -79,10 +111,13 @@ def dataset_to_mars(ds: Dataset) -> Any:
     nullable = frozenset(nullable_columns(layout.refs))
     frames = [xpd.DataFrame(block_to_pandas(ray.get(ref), nullable)) for ref, _ in layout.blocks]
     if not frames:
-        return xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
-    if len(frames) == 1:
-        return frames[0]
-    return xpd.concat(frames, ignore_index=not layout.index_columns)
+        out = xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
+    elif len(frames) == 1:
+        out = frames[0]
+    else:
+        out = xpd.concat(frames, ignore_index=not layout.index_columns)
+    _remember_schema(out, layout.schema)
+    return out
 
 
 class MarsAdapter:

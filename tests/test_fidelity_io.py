@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bridge
-from bridge.errors import SchemaMismatchError, UnsupportedTypeError
+from bridge.errors import BridgeError, SchemaMismatchError, UnsupportedTypeError
 from bridge.io.parquet_schema import SchemaConflictError, unify_file_schemas
 from bridge.io.paths import FileReadError, FileWriteError
 from tests.io_helpers import CountingHandler
@@ -224,3 +225,67 @@ def test_append_twice_adds_files_and_never_replaces(tmp_path):
     bridge.range(2).write_parquet(out)
     assert sorted(os.listdir(out)) == ["part-00000.parquet"]
     assert pds.dataset(out).count_rows() == 2
+
+
+# ---------------------------------------------------------------- typed text reads: read_csv / read_json(schema=)
+
+
+def test_read_csv_with_schema_keeps_nan_apart_from_null_and_strings_that_look_like_numbers(tmp_path):
+    t = pa.table({"code": ["007", None, ""], "f": pa.array([float("nan"), None, 1.5], pa.float32()),
+                  "u": pa.array([255, None, 0], pa.uint8())})
+    ds = bridge.from_arrow(t)
+    ds.write_csv(str(tmp_path))
+    untyped = bridge.read_csv(str(tmp_path)).to_arrow()  # what an untyped read infers (docstring)
+    assert untyped.schema.field("u").type == pa.int64() and untyped.column("f").null_count == 2
+    back = bridge.read_csv(str(tmp_path), schema=ds.schema()).to_arrow()
+    assert back.schema == t.schema
+    assert back.column("code").to_pylist() == ["007", None, ""]
+    f = back.column("f").to_pylist()
+    assert f[0] != f[0] and f[1] is None and f[2] == 1.5
+    assert back.column("u").to_pylist() == [255, None, 0]
+
+
+def test_read_csv_with_schema_keeps_the_null_rows_of_a_one_column_file(tmp_path):
+    # One column: a null row is an empty line, which an untyped read skips as padding.
+    t = pa.table({"x": pa.array([1, None, None, 2], pa.int16())})
+    ds = bridge.from_arrow(t)
+    ds.write_csv(str(tmp_path))
+    assert bridge.read_csv(str(tmp_path), schema=ds.schema()).to_arrow().equals(t)
+
+
+def test_read_csv_with_schema_names_the_file_and_column_of_a_value_that_does_not_fit(tmp_path):
+    (tmp_path / "a.csv").write_text("x,y\n1,300\n")
+    with pytest.raises(FileReadError, match=r"a\.csv.*'y'.*uint8") as info:
+        bridge.read_csv(str(tmp_path), schema=pa.schema([("x", pa.int64()), ("y", pa.uint8())])).to_arrow()
+    assert "Hint:" in str(info.value)
+    with pytest.raises(FileReadError, match=r"a\.csv.*no column 'z'"):
+        bridge.read_csv(str(tmp_path), schema=pa.schema([("z", pa.int64())])).to_arrow()
+    # Columns the schema does not name keep their inferred types, after the named ones.
+    out = bridge.read_csv(str(tmp_path), schema=pa.schema([("y", pa.int16())])).to_arrow()
+    assert out.schema == pa.schema([("y", pa.int16()), ("x", pa.int64())])
+
+
+def test_read_json_with_schema_restores_times_durations_maps_binary_and_tensors(tmp_path):
+    t = pa.table({
+        "t": pa.array([1, 86_399_999_999_999, None], pa.time64("ns")),
+        "d": pa.array([7, -1, None], pa.duration("ns")),
+        "m": pa.array([[("a", 1)], [], None], pa.map_(pa.string(), pa.int64())),
+        "b": pa.array([b"\x00\xff", b"", None]),
+        "ts": pa.array([1, 2, None], pa.timestamp("ms", "Asia/Tokyo")),
+    })
+    ds = bridge.from_arrow(t).add_column("img", lambda b: bridge.tensor.fixed_tensor_array(
+        np.arange(len(b) * 4, dtype=np.uint8).reshape(-1, 2, 2)))
+    ds.write_json(str(tmp_path))
+    back = bridge.read_json(str(tmp_path), schema=ds.schema()).to_arrow()
+    want = ds.to_arrow()
+    assert back.schema == want.schema
+    for name in t.column_names:
+        assert back.column(name).to_pylist() == want.column(name).to_pylist(), name
+    assert back.column("t").cast(pa.int64()).to_pylist() == [1, 86_399_999_999_999, None]  # every nanosecond
+    np.testing.assert_array_equal(bridge.tensor.tensor_to_numpy(back.column("img")),
+                                  bridge.tensor.tensor_to_numpy(want.column("img")))
+
+
+def test_read_text_formats_refuse_a_schema_that_is_not_one(tmp_path):
+    with pytest.raises(BridgeError, match=r"read_csv\(schema=...\) needs a pyarrow.Schema; got dict"):
+        bridge.read_csv(str(tmp_path), schema={"x": "int64"})

@@ -39,3 +39,23 @@ def test_default_index_is_contiguous_after_to_mars(xpd):
 def test_bad_batch_size_is_refused(xpd):
     with pytest.raises(bridge.BridgeError, match="Hint:"):
         bridge.from_mars(xpd.DataFrame({"x": [1]}), batch_size=0)
+
+
+def test_round_trip_restores_the_types_pandas_cannot_name(xpd):
+    # Xorbits drops DataFrame.attrs: to_mars remembers the schema for the frame it returns.
+    import pyarrow as pa
+
+    t = pa.table({"s": pa.array(["a", None], pa.large_string()),
+                  "c": pa.array(["x", "y"]).dictionary_encode(),
+                  "d": pa.array([None, None], pa.date32())})
+    assert bridge.from_mars(bridge.from_arrow(t).to_mars()).to_arrow().equals(t)
+    empty = t.slice(0, 0)
+    assert bridge.from_mars(bridge.from_arrow(empty).to_mars()).to_arrow().schema == t.schema
+
+
+def test_a_frame_changed_in_place_is_read_by_its_own_dtypes(xpd):
+    import pyarrow as pa
+
+    x = bridge.from_arrow(pa.table({"s": pa.array(["a", "b"], pa.large_string())})).to_mars()
+    x["s"] = 1  # the remembered schema no longer describes the frame
+    assert bridge.from_mars(x).to_arrow().schema == pa.schema([("s", pa.int64())])

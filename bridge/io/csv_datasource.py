@@ -34,6 +34,7 @@ class CSVFormat(FileFormat):
     parse_options: Any = None
     convert_options: Any = None
     on_bad_lines: str = "error"
+    schema: pa.Schema | None = None
 
     name = "CSV"
     extensions = ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv")
@@ -64,12 +65,25 @@ class CSVFormat(FileFormat):
             # Rule (as pandas): an empty unquoted field is null, a quoted "" is an empty string;
             # write_csv quotes every string, so nulls and "" both survive a round trip.
             convert = pcsv.ConvertOptions(strings_can_be_null=True, quoted_strings_can_be_null=False)
+        if self.schema is not None:
+            from bridge.io.typed_text import csv_parse_type
+
+            convert.column_types = {**{f.name: csv_parse_type(f.type) for f in self.schema},
+                                    **dict(convert.column_types or {})}
+            if self.convert_options is None:
+                # Typed: only an empty unquoted field is null (what write_csv writes), so "nan" is NaN.
+                convert.null_values = [""]
+            if len(self.schema) == 1 and self.parse_options is None:
+                # One column: a null row is written as an empty line, which is a row, not padding.
+                parse.ignore_empty_lines = False
         if columns is not None:
             convert.include_columns = columns
         try:
             with fs.open_input_stream(path) as f:
                 table = pcsv.read_csv(f, read_options=read, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as err:
+            if self.schema is not None and "conversion error" in str(err):
+                raise self._conversion_error(fs, path, read, err) from err
             if bad and not skip:
                 row = bad[-1]
                 line = f"line {row.number}" if row.number is not None else "a line"
@@ -85,13 +99,36 @@ class CSVFormat(FileFormat):
                 BadLinesSkippedWarning,
                 stacklevel=2,
             )
+        if self.schema is not None:
+            from bridge.io.typed_text import apply_schema
+
+            table = apply_schema(table, self.schema, path, "CSV", columns)
         yield table
+
+
+    def _conversion_error(self, fs: pafs.FileSystem, path: str, read: Any, err: pa.ArrowInvalid) -> FileReadError:
+        """Arrow's "In CSV column #1: ... conversion error to uint8" -> an error naming the column."""
+        import re
+
+        match = re.search(r"column #(\d+)", str(err))
+        name = None
+        if match:
+            with fs.open_input_stream(path) as f:
+                names = pcsv.open_csv(f, read_options=read, parse_options=self.parse_options).schema.names
+            index = int(match.group(1))
+            name = names[index] if index < len(names) else None
+        schema = self.schema
+        want = schema.field(name).type if schema is not None and name in schema.names else None
+        what = f"column {name!r}" if name else "a column"
+        msg = f"CSV file {path!r}, {what}: a value does not fit schema= type {want}: {err}"
+        return FileReadError(msg, f"fix schema= for {name!r} (read without schema= to see the inferred type)")
 
 
 class CSVDatasource(FileDatasource):
     """CSV files (see :func:`bridge.read_csv`)."""
 
     def __init__(self, paths: Any, *, on_bad_lines: str = "error", read_options: Any = None,
-                 parse_options: Any = None, convert_options: Any = None, **kwargs: Any) -> None:
-        fmt = CSVFormat(read_options, parse_options, convert_options, on_bad_lines)
+                 parse_options: Any = None, convert_options: Any = None, schema: pa.Schema | None = None,
+                 **kwargs: Any) -> None:
+        fmt = CSVFormat(read_options, parse_options, convert_options, on_bad_lines, schema)
         super().__init__(fmt, paths, what="read_csv", **kwargs)

@@ -98,8 +98,6 @@ def _json_default(value: Any) -> Any:
 
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, bytes):
@@ -111,14 +109,38 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write a {type(value).__name__} as JSON")
 
 
+def _json_ready(col: pa.Array) -> pa.Array:
+    """A column whose Python values JSON would not hold exactly -> one it does (see :func:`_write_json`)."""
+    import pyarrow.compute as pc
+
+    t = col.type
+    if pa.types.is_time(t):
+        return pc.cast(col, pa.string())  # all the digits (Python's time stops at microseconds)
+    if pa.types.is_duration(t):
+        return pc.cast(col, pa.int64())
+    if pa.types.is_map(t):
+        flat = pa.concat_arrays([col]) if col.offset else col
+        entries = pa.StructArray.from_arrays([flat.keys, flat.items], names=["key", "value"])
+        return pa.ListArray.from_arrays(flat.offsets, entries, mask=flat.is_null())
+    return col
+
+
 def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
     """JSON lines: one object per row, written batch by batch.
 
-    Rules: timestamps/dates as ISO-8601 strings, decimals as strings, binary as
-    base64, tensors as nested lists.
+    Rules: timestamps/dates as ISO-8601 strings, times as ``"HH:MM:SS.fffffffff"``
+    strings, durations as integer counts of their unit, decimals as strings,
+    binary as base64, maps as lists of ``{"key": k, "value": v}`` objects,
+    tensors as nested lists.  ``read_json(path, schema=ds.schema())`` reads every
+    one of them back as its type.
     """
     tensor_cols = [f.name for f in table.schema if tensor.is_tensor(f.type)]
+    special = [f.name for f in table.schema
+               if pa.types.is_time(f.type) or pa.types.is_duration(f.type) or pa.types.is_map(f.type)]
     for batch in table.to_batches(max_chunksize=4096):
+        for name in special:
+            i = batch.schema.get_field_index(name)
+            batch = batch.set_column(i, name, _json_ready(batch.column(i)))
         rows = pa.Table.from_batches([batch]).drop_columns(tensor_cols).to_pylist() if tensor_cols else batch.to_pylist()
         for name in tensor_cols:
             values = tensor.tensor_to_numpy(batch.column(name))

@@ -6,6 +6,7 @@ module, so only for small files).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from bridge.io.file_datasource import FileDatasource, FileFormat
 class JSONFormat(FileFormat):
     read_options: Any = None
     parse_options: Any = None
+    schema: pa.Schema | None = None
 
     name = "JSON"
     extensions = ("json", "jsonl", "ndjson", "json.gz", "jsonl.gz")
@@ -29,37 +31,61 @@ class JSONFormat(FileFormat):
     hint = "read_json expects JSON lines: one object per line, e.g. {\"a\": 1}"
 
     def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
+        table = self._parse(fs, path)
+        if self.schema is not None:
+            from bridge.io.typed_text import apply_schema
+
+            table = apply_schema(table, self.schema, path, "JSON", columns)
+        if columns is not None:
+            table = table.select([c for c in columns if c in table.column_names])
+        yield table
+
+    def _parse_options(self) -> Any:
+        if self.schema is None:
+            return self.parse_options
+        from bridge.io.typed_text import json_parse_type
+
+        fields = [pa.field(f.name, json_parse_type(f.type)) for f in self.schema]
+        explicit = pa.schema([f for f in fields if not pa.types.is_null(f.type)])
+        options = copy.copy(self.parse_options) if self.parse_options is not None else pajson.ParseOptions()
+        options.explicit_schema = explicit
+        return options
+
+    def _parse(self, fs: pafs.FileSystem, path: str) -> pa.Table:
         with fs.open_input_stream(path) as f:
             data = f.read()
         if not data.strip():
             # An empty file is what write_json leaves for a Dataset without rows: no rows, and
             # no columns unless parse_options gives an explicit_schema.
             schema = getattr(self.parse_options, "explicit_schema", None)
-            table = (schema or pa.schema([])).empty_table()
-        elif data.lstrip()[:1] == b"[":
-            table = pa.Table.from_pylist(json.loads(data))
-        else:
-            kwargs = {}
-            if self.read_options is not None:
-                kwargs["read_options"] = self.read_options
-            if self.parse_options is not None:
-                kwargs["parse_options"] = self.parse_options
-            try:
-                table = pajson.read_json(pa.BufferReader(data), **kwargs)
-            except pa.ArrowInvalid as err:
-                if "straddl" not in str(err) or self.read_options is None:
-                    raise
-                # A record longer than the read_options' block_size: read the file as one block (the
-                # whole file is in memory already), as Ray Data falls back to.
-                wide = pajson.ReadOptions(use_threads=self.read_options.use_threads, block_size=len(data) + 1)
-                table = pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
-        if columns is not None:
-            table = table.select([c for c in columns if c in table.column_names])
-        yield table
+            return (schema or pa.schema([])).empty_table()
+        if data.lstrip()[:1] == b"[":
+            return pa.Table.from_pylist(json.loads(data))
+        kwargs = {}
+        if self.read_options is not None:
+            kwargs["read_options"] = self.read_options
+        parse_options = self._parse_options()
+        if parse_options is not None:
+            kwargs["parse_options"] = parse_options
+        try:
+            return pajson.read_json(pa.BufferReader(data), **kwargs)
+        except pa.ArrowInvalid as err:
+            if "straddl" not in str(err) or self.read_options is None:
+                raise
+            # A record longer than the read_options' block_size: read the file as one block (the
+            # whole file is in memory already), as Ray Data falls back to.
+            wide = pajson.ReadOptions(use_threads=self.read_options.use_threads, block_size=len(data) + 1)
+            return pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
 
 
 class JSONDatasource(FileDatasource):
     """JSON-lines files (see :func:`bridge.read_json`)."""
 
-    def __init__(self, paths: Any, *, read_options: Any = None, parse_options: Any = None, **kwargs: Any) -> None:
-        super().__init__(JSONFormat(read_options, parse_options), paths, what="read_json", **kwargs)
+    def __init__(self, paths: Any, *, read_options: Any = None, parse_options: Any = None,
+                 schema: pa.Schema | None = None, **kwargs: Any) -> None:
+        if schema is not None and getattr(parse_options, "explicit_schema", None) is not None:
+            from bridge.errors import BridgeError
+
+            raise BridgeError("read_json: pass schema= or parse_options.explicit_schema, not both",
+                              "schema= alone: it also converts the types JSON text cannot name")
+        super().__init__(JSONFormat(read_options, parse_options, schema), paths, what="read_json", **kwargs)

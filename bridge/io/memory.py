@@ -216,15 +216,19 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
     return _put_blocks(blocks, "FromPandas")
 
 
-def pandas_to_block(df: Any) -> Block:
-    """One DataFrame -> one block, keeping a non-default index."""
+def pandas_to_block(df: Any, like: pa.Schema | None = None) -> Block:
+    """One DataFrame -> one block, keeping a non-default index.
+
+    ``like``: the Arrow schema the frame was made from, where the caller knows it
+    (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
+    """
     import pandas as pd
 
     from bridge.pandas_types import schema_of
 
     idx = df.index
     default = isinstance(idx, pd.RangeIndex) and idx.name is None
-    like = schema_of(df)
+    like = like if like is not None else schema_of(df)
     if like is not None:
         # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
         from bridge.batch import restore_types

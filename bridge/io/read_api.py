@@ -94,6 +94,17 @@ def _file_kwargs(filesystem: Any, include_paths: bool, override_num_blocks: int 
     }
 
 
+def _schema_arg(schema: Any, what: str) -> Any:
+    import pyarrow as pa
+
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    from bridge.errors import BridgeError
+
+    msg = f"{what}(schema=...) needs a pyarrow.Schema; got {type(schema).__name__}"
+    raise BridgeError(msg, "pass ds.schema() of the Dataset you wrote, or pyarrow.schema([(name, type), ...])")
+
+
 def read_csv(
     paths: Any,
     *,
@@ -101,6 +112,7 @@ def read_csv(
     read_options: Any = None,
     parse_options: Any = None,
     convert_options: Any = None,
+    schema: Any = None,
     filesystem: Any = None,
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
@@ -108,7 +120,15 @@ def read_csv(
 ) -> Dataset:
     """CSV files through ``pyarrow.csv`` (types inferred; ``.gz``/``.bz2``/``.zst`` decompressed).
 
+    CSV holds text, not types: read without ``schema``, ``uint8`` comes back as
+    ``int64``, ``float32`` as ``double``, NaN as null (so do ``"NA"`` and
+    ``"null"``), and an unquoted ``007`` as the number 7.
+
     Args:
+        schema: A ``pyarrow.Schema`` (e.g. ``ds.schema()`` of the Dataset that was
+            written): every column it names comes back as its type, exactly what
+            ``write_csv`` wrote; only an empty unquoted field is null.  A value that
+            does not fit raises naming the file and column.
         on_bad_lines: ``"error"`` (default: raise naming the file and line), or
             ``"skip"`` to drop rows with the wrong number of columns, warning with
             the count per file.
@@ -123,8 +143,8 @@ def read_csv(
 
     return read_datasource(CSVDatasource(
         paths, on_bad_lines=on_bad_lines, read_options=read_options, parse_options=parse_options,
-        convert_options=convert_options, **_file_kwargs(filesystem, include_paths, override_num_blocks,
-                                                         file_extensions),
+        convert_options=convert_options, schema=_schema_arg(schema, "read_csv"),
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
     ))
 
 
@@ -133,12 +153,19 @@ def read_json(
     *,
     read_options: Any = None,
     parse_options: Any = None,
+    schema: Any = None,
     filesystem: Any = None,
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
 ) -> Dataset:
     """JSON-lines files (one object per line) through ``pyarrow.json``.
+
+    Without ``schema`` the types are inferred from the text (ints as ``int64``,
+    timestamps as strings or ``timestamp[s]``, binary as its base64 text).
+    ``schema`` (e.g. ``ds.schema()`` of the Dataset ``write_json`` wrote) reads
+    every column it names back as its type: dates, times, durations, decimals,
+    binary, maps, dictionaries and tensors included.
 
     Example:
         >>> import bridge
@@ -147,7 +174,7 @@ def read_json(
     from bridge.io.json_datasource import JSONDatasource
 
     return read_datasource(JSONDatasource(
-        paths, read_options=read_options, parse_options=parse_options,
+        paths, read_options=read_options, parse_options=parse_options, schema=_schema_arg(schema, "read_json"),
         **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
     ))
 

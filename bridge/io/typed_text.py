@@ -1,0 +1,163 @@
+"""Typed reads of the text formats: ``read_csv(schema=)`` and ``read_json(schema=)``.
+
+CSV and JSON carry no types: read without a schema, Arrow infers them from the
+text (``uint8`` comes back as ``int64``, a ``"007"`` string column as ``7``).
+Given the schema (``ds.schema()`` of what was written), every column comes back
+as that type, exactly what ``write_csv`` / ``write_json`` wrote:
+
+* each column is parsed as the nearest type the parser reads (its *parse type*)
+  and then converted to the schema's type: ``float16`` through ``float32``,
+  ``decimal256`` and ``time64`` through strings, ``duration`` through its
+  integer count, a dictionary through its value type, base64 text back to
+  binary, lists of ``{"key", "value"}`` objects back to a map, nested lists back
+  to fixed- and variable-shape tensors;
+* a value that does not fit raises :class:`FileReadError` naming the file, the
+  column and both types (nothing is cut to fit);
+* a schema column missing from a file raises naming both; columns of the file
+  that the schema does not name keep their inferred types, after the others.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bridge import tensor
+from bridge.io.paths import FileReadError
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def csv_parse_type(t: pa.DataType) -> pa.DataType:
+    """The type ``pyarrow.csv`` parses a column of type ``t`` as (converted afterwards)."""
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_decimal256(t) or pa.types.is_time(t):
+        return pa.string()
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_dictionary(t):
+        return csv_parse_type(t.value_type)
+    return t
+
+
+def json_parse_type(t: pa.DataType) -> pa.DataType:
+    """The type ``pyarrow.json`` parses a column of type ``t`` as (converted afterwards)."""
+    if tensor.is_tensor(t):
+        return pa.null()  # inferred: nested lists of any depth, converted row by row
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if (pa.types.is_decimal(t) or pa.types.is_time(t) or pa.types.is_date(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
+        return pa.string()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz) if t.unit in ("ms", "us") else t
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_dictionary(t):
+        return json_parse_type(t.value_type)
+    if pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_map(t):
+        return pa.list_(pa.struct([("key", json_parse_type(t.key_type)), ("value", json_parse_type(t.item_type))]))
+    if _is_list(t):
+        return pa.list_(json_parse_type(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, json_parse_type(f.type)) for f in t])
+    return t
+
+
+def _time_from_text(col: pa.Array, t: pa.DataType) -> pa.Array:
+    """``"HH:MM:SS[.fffffffff]"`` -> time32/time64: as a timestamp on 1970-01-01, then its offset."""
+    stamps = pc.cast(pc.binary_join_element_wise("1970-01-01 ", col, ""), pa.timestamp("ns"))
+    ns = pc.cast(stamps, pa.int64())
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[t.unit]
+    whole = pc.divide(ns, per)
+    if pc.all(pc.equal(pc.multiply(whole, per), ns)).as_py() not in (True, None):
+        raise pa.ArrowInvalid(f"a time has more digits than {t} holds")
+    return pc.cast(pc.cast(whole, pa.int64() if t.bit_width == 64 else pa.int32()), t)
+
+
+def _tensor_from_lists(col: pa.Array, t: pa.DataType) -> pa.Array:
+    from bridge.arrow_values import object_column
+
+    dtype = t.value_type.to_pandas_dtype()
+    rows = [None if v is None else np.asarray(v, dtype=dtype) for v in col.to_pylist()]
+    return object_column(rows, t)
+
+
+def convert(col: pa.Array, t: pa.DataType) -> pa.Array:
+    """A parsed column (see the parse types above) -> type ``t``; raises ``pa.ArrowInvalid`` where a value does
+    not fit."""
+    if col.type == t:
+        return col
+    if tensor.is_tensor(t):
+        return _tensor_from_lists(col, t)
+    if pa.types.is_dictionary(t):
+        return pc.cast(pc.dictionary_encode(convert(col, t.value_type)), t)
+    if pa.types.is_null(col.type):
+        return pa.nulls(len(col), t)
+    if pa.types.is_time(t):
+        return _time_from_text(col, t)
+    if pa.types.is_duration(t):
+        return pc.cast(pc.cast(col, pa.int64()), t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.array([None if v is None else base64.b64decode(v, validate=True) for v in col.to_pylist()], t)
+    if pa.types.is_map(t):
+        offsets = col.offsets
+        if col.offset:
+            col = pa.concat_arrays([col])  # offsets from zero
+            offsets = col.offsets
+        entries = col.values
+        keys = convert(entries.field("key"), t.key_type)
+        items = convert(entries.field("value"), t.item_type)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=t, mask=col.is_null())
+    if _is_list(t) and _is_list(col.type):
+        values = convert(col.flatten(), t.value_type)
+        inner = pa.ListArray.from_arrays(pa.concat_arrays([col]).offsets, values, mask=col.is_null()) \
+            if values.type != col.type.value_type else col
+        return pc.cast(inner, t)
+    if pa.types.is_struct(t) and pa.types.is_struct(col.type):
+        fields = [convert(col.field(f.name), f.type) for f in t]
+        return pa.StructArray.from_arrays(fields, fields=list(t), mask=col.is_null())
+    return pc.cast(col, t, safe=True)
+
+
+def apply_schema(table: pa.Table, schema: pa.Schema, path: str, fmt: str,
+                 columns: list[str] | None = None) -> pa.Table:
+    """``table`` as parsed from ``path`` -> the schema's columns and types first, then the file's other columns.
+
+    ``columns``: the projection (only those of the schema's columns are expected).
+    """
+    from bridge.arrow_values import empty_array
+
+    if columns is not None:
+        schema = pa.schema([f for f in schema if f.name in columns])
+    missing = [f.name for f in schema if f.name not in table.column_names]
+    if missing and table.num_columns:
+        msg = f"{fmt} file {path!r} has no column {missing[0]!r}, which schema= names"
+        raise FileReadError(msg, f"drop {missing[0]!r} from schema=, or check the file's header")
+    arrays, names = [], []
+    for field in schema:
+        if field.name not in table.column_names:  # an empty file: no header, no rows
+            arrays.append(empty_array(field.type))
+            names.append(field.name)
+            continue
+        col = table.column(field.name).combine_chunks()
+        try:
+            arrays.append(convert(col, field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, ValueError, OverflowError) as err:
+            msg = f"{fmt} file {path!r}, column {field.name!r}: cannot read {col.type} as {field.type}: {err}"
+            raise FileReadError(msg, f"fix schema= for {field.name!r} (read without schema= to see the "
+                                     "inferred type)") from err
+        names.append(field.name)
+    for name in table.column_names:
+        if name not in schema.names:
+            arrays.append(table.column(name))
+            names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
