@@ -223,6 +223,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         *,
         min_rows: int | None = None,
         preserves_rows: bool = False,
+        bundle_after_read: bool = False,
     ) -> Dataset:
         if user is not None and not user.is_class and (user.ctor_args or user.ctor_kwargs):
             from bridge.errors import BridgeValueError
@@ -238,7 +239,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         op = MapLike(
             [self._plan], transform, label, num_cpus=num_cpus, num_gpus=num_gpus, concurrency=concurrency,
             uses_actors=uses_actors, ray_remote_args=dict(ray_remote_args), min_rows_per_bundle=min_rows,
-            preserves_rows=preserves_rows,
+            preserves_rows=preserves_rows, bundle_after_read=bundle_after_read,
         )
         return self._with(op)
 

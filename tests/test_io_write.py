@@ -114,3 +114,32 @@ def test_write_parquet_partition_cols_refuses_what_cannot_name_a_directory(tmp_p
         return
     with pytest.raises(bridge.errors.BridgeError, match=match):
         ds.write_parquet(str(tmp_path), partition_cols=cols)
+
+
+def test_min_rows_per_file_bundles_contiguous_blocks_and_never_splits_one(tmp_path):
+    import pyarrow.parquet as pq
+
+    paths = bridge.range(100, override_num_blocks=10).write_parquet(str(tmp_path / "a"), min_rows_per_file=25)
+    counts = [pq.read_metadata(p).num_rows for p in paths]
+    assert counts == [30, 30, 30, 10] and sum(counts) == 100  # 10-row blocks bundled until >= 25
+    assert sorted(bridge.read_parquet(str(tmp_path / "a")).to_pandas()["id"]) == list(range(100))
+    # A block larger than the minimum stays one file.
+    assert len(bridge.range(100, override_num_blocks=2).write_csv(str(tmp_path / "b"), min_rows_per_file=10)) == 2
+
+
+def test_min_rows_per_file_holds_right_after_a_read(tmp_path):
+    bridge.range(60, override_num_blocks=6).write_parquet(str(tmp_path / "src"))
+    src = bridge.read_parquet(str(tmp_path / "src"), override_num_blocks=6)
+    paths = src.write_json(str(tmp_path / "out"), min_rows_per_file=30)  # fused into the read: 6 files
+    assert len(paths) == 2
+    assert bridge.read_json(str(tmp_path / "out")).count() == 60
+
+
+def test_write_options_the_writer_does_not_take_fail_before_writing(tmp_path):
+    with pytest.raises(TypeError, match=r"write_json: unexpected option\(s\) \['min_rows'\].*json.dumps"):
+        bridge.range(3).write_json(str(tmp_path / "j"), min_rows=2)
+    with pytest.raises(TypeError, match=r"write_csv: unexpected option\(s\) \['delimiter'\]"):
+        bridge.range(3).write_csv(str(tmp_path / "c"), delimiter=";")
+    assert not (tmp_path / "j").exists() or not list((tmp_path / "j").iterdir())
+    with pytest.raises(ValueError, match=r"min_rows_per_file=0"):
+        bridge.range(3).write_parquet(str(tmp_path / "p"), min_rows_per_file=0)

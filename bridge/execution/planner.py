@@ -69,7 +69,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             transform = transform + m.transform
         label = "->".join(m.name for m in group)
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
-        if isinstance(child, Read):
+        if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):
             tasks = child.datasource.get_read_tasks(0)
             phys = MapOp(f"{child.name}->{label}", [], transform, ctx, read_tasks=tasks,
                          remote_args=_remote_args(group[0]))

@@ -16,15 +16,61 @@ from __future__ import annotations
 from typing import Any
 
 
+def _option_target(fmt: str) -> Any:
+    import json
+
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.write_table
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        return pcsv.write_csv
+    return json.dumps if fmt == "json" else None
+
+
+def _check_options(fmt: str, options: dict[str, Any]) -> None:
+    """Options the writer's library does not take fail now, not inside a write task."""
+    import inspect
+
+    target = _option_target(fmt)
+    if target is None or not options:
+        return
+    try:
+        params = inspect.signature(target).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: let the writer decide
+        return
+    if fmt != "json" and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return  # pyarrow.parquet.write_table takes more than it names
+    # json.dumps' **kw go to JSONEncoder, which takes only what dumps names; the writer sets default=.
+    taken = {n for n, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+             or p.kind is inspect.Parameter.KEYWORD_ONLY} - {"obj", "data", "output_file", "default"}
+    unknown = sorted(set(options) - taken)
+    if unknown:
+        from bridge.errors import BridgeTypeError
+
+        name = f"{target.__module__}.{target.__name__}"
+        msg = f"write_{fmt}: unexpected option(s) {unknown}: they would go to {name}, which takes {sorted(taken)}"
+        raise BridgeTypeError(msg, "check the spelling; see the write method's docstring for its own arguments")
+
 class WriteMethods:
     """File-writing methods of :class:`bridge.Dataset`."""
 
     def _write_files(self, fmt: str, ext: str, path: Any, filesystem: Any, mode: str, filename_prefix: str,
                      options: dict[str, Any], column: str | None = None,
-                     partition_cols: list[str] | None = None) -> list[str]:
+                     partition_cols: list[str] | None = None, min_rows_per_file: int | None = None) -> list[str]:
         from bridge.execution.transform import BlockTransform
         from bridge.io.file_datasink import FileWriter, check_partition_cols, new_write_id, prepare_directory
 
+        if min_rows_per_file is not None and (isinstance(min_rows_per_file, bool)
+                                              or not isinstance(min_rows_per_file, int) or min_rows_per_file < 1):
+            from bridge.errors import BridgeValueError
+
+            msg = f"write_{fmt}(min_rows_per_file={min_rows_per_file!r}): needs a positive row count"
+            raise BridgeValueError(msg, "pass e.g. min_rows_per_file=100_000, or leave it unset for one file "
+                                        "per block")
+        _check_options(fmt, options)
         if partition_cols:
             check_partition_cols(list(partition_cols), self.schema(), fmt)  # type: ignore[attr-defined]
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
@@ -35,18 +81,25 @@ class WriteMethods:
         writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id,
                             list(partition_cols or ()))
         label = f"Write{fmt.capitalize()}"
-        ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {})  # type: ignore[attr-defined]
+        # min_rows_per_file: contiguous blocks are bundled into one write task until they hold that many
+        # rows (a block is never split; the last file may hold fewer), as Ray Data does.
+        ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {},  # type: ignore[attr-defined]
+                            min_rows=min_rows_per_file, bundle_after_read=True)
         result = ds.to_arrow()
         return [p for p in result.column("path").to_pylist()] if result.num_rows else []
 
     def write_parquet(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                       filename_prefix: str = "part", partition_cols: list[str] | None = None,
-                      **parquet_options: Any) -> list[str]:
+                      min_rows_per_file: int | None = None, **parquet_options: Any) -> list[str]:
         """Write one Parquet file per block into directory ``path`` (local or ``s3://...``).
 
         Every Arrow type survives, including tensor columns (``arrow.fixed_shape_tensor``)
         and pandas index metadata.  ``parquet_options`` go to ``pyarrow.parquet.write_table``
         (``compression="zstd"``, ``row_group_size=...``).
+
+        ``min_rows_per_file`` bundles contiguous blocks into one file until it holds at least
+        that many rows (a block is never split; the last file may hold fewer), for every
+        ``write_*`` method.
 
         ``partition_cols`` writes Hive-style directories, ``path/k=v/part-00003.parquet``
         (one file per block and partition value; values URI-encoded, nulls as
@@ -63,10 +116,11 @@ class WriteMethods:
             ['/tmp/rb_doc_out/part-00000.parquet', '/tmp/rb_doc_out/part-00001.parquet']
         """
         return self._write_files("parquet", "parquet", path, filesystem, mode, filename_prefix, parquet_options,
-                                 partition_cols=partition_cols)
+                                 partition_cols=partition_cols, min_rows_per_file=min_rows_per_file)
 
     def write_csv(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
-                  filename_prefix: str = "part", **csv_options: Any) -> list[str]:
+                  filename_prefix: str = "part", min_rows_per_file: int | None = None,
+                  **csv_options: Any) -> list[str]:
         """Write one CSV file (with header) per block.  Nested and tensor columns raise
         :class:`UnsupportedTypeError` naming the column.  ``csv_options`` go to
         ``pyarrow.csv.write_csv`` (e.g. ``write_options=pyarrow.csv.WriteOptions(delimiter=";")``).
@@ -75,10 +129,12 @@ class WriteMethods:
             >>> import bridge
             >>> bridge.range(3).write_csv("/tmp/rb_doc_csv")  # doctest: +SKIP
         """
-        return self._write_files("csv", "csv", path, filesystem, mode, filename_prefix, csv_options)
+        return self._write_files("csv", "csv", path, filesystem, mode, filename_prefix, csv_options,
+                                 min_rows_per_file=min_rows_per_file)
 
     def write_json(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
-                   filename_prefix: str = "part", **json_options: Any) -> list[str]:
+                   filename_prefix: str = "part", min_rows_per_file: int | None = None,
+                   **json_options: Any) -> list[str]:
         """Write one JSON-lines file per block (one object per row).
 
         Timestamps and dates become ISO-8601 strings (``read_json`` parses them back to
@@ -89,7 +145,8 @@ class WriteMethods:
             >>> import bridge
             >>> bridge.from_items([{"a": 1}]).write_json("/tmp/rb_doc_json")  # doctest: +SKIP
         """
-        return self._write_files("json", "json", path, filesystem, mode, filename_prefix, json_options)
+        return self._write_files("json", "json", path, filesystem, mode, filename_prefix, json_options,
+                                 min_rows_per_file=min_rows_per_file)
 
     def write_numpy(self, path: Any, *, column: str, filesystem: Any = None, mode: str = "overwrite",
                     filename_prefix: str = "part") -> list[str]:

@@ -94,6 +94,9 @@ class MapLike(LogicalOp):
     min_rows_per_bundle: int | None = None
     #: Row count in == row count out (projections, row maps): limits may pass it.
     preserves_rows: bool = False
+    #: ``min_rows_per_bundle`` must hold even right after a read (writes' ``min_rows_per_file``):
+    #: the operator then runs after the read's tasks instead of inside them.
+    bundle_after_read: bool = False
 
     @property
     def name(self) -> str:
