@@ -289,3 +289,20 @@ def test_read_json_with_schema_restores_times_durations_maps_binary_and_tensors(
 def test_read_text_formats_refuse_a_schema_that_is_not_one(tmp_path):
     with pytest.raises(BridgeError, match=r"read_csv\(schema=...\) needs a pyarrow.Schema; got dict"):
         bridge.read_csv(str(tmp_path), schema={"x": "int64"})
+
+
+def test_read_json_lines_argument(tmp_path):
+    (tmp_path / "doc.json").write_text('[\n  {"a": 1},\n  {"a": 2}\n]\n')
+    (tmp_path / "one.json").write_text('{\n  "a": 3,\n  "b": [1, 2]\n}\n')
+    (tmp_path / "rows.jsonl").write_text('{"a": 4}\n{"a": 5}\n')
+    assert bridge.read_json(str(tmp_path / "doc.json"), lines=False).take_all() == [{"a": 1}, {"a": 2}]
+    assert bridge.read_json(str(tmp_path / "one.json"), lines=False).take_all() == [{"a": 3, "b": [1, 2]}]
+    assert bridge.read_json(str(tmp_path / "rows.jsonl"), lines=True).take_all() == [{"a": 4}, {"a": 5}]
+    assert bridge.read_json(str(tmp_path / "rows.jsonl")).count() == 2  # unset: told apart by the first byte
+    with pytest.raises(FileReadError, match=r"lines=True.*doc\.json.*JSON array") as info:
+        bridge.read_json(str(tmp_path / "doc.json"), lines=True).materialize()
+    assert "Hint: pass lines=False" in str(info.value)
+    with pytest.raises(FileReadError, match=r"lines=False.*rows\.jsonl.*not one JSON document"):
+        bridge.read_json(str(tmp_path / "rows.jsonl"), lines=False).materialize()
+    with pytest.raises(TypeError, match=r"lines=\.\.\.\) must be True, False or None; got 'yes'"):
+        bridge.read_json(str(tmp_path), lines="yes")

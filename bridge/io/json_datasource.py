@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 import pyarrow.json as pajson
 
 from bridge.io.file_datasource import FileDatasource, FileFormat
+from bridge.io.paths import FileReadError
 
 
 @dataclasses.dataclass
@@ -24,6 +25,8 @@ class JSONFormat(FileFormat):
     read_options: Any = None
     parse_options: Any = None
     schema: pa.Schema | None = None
+    #: ``True``: JSON lines only; ``False``: one JSON document per file; ``None``: either, by the first byte.
+    lines: bool | None = None
 
     name = "JSON"
     extensions = ("json", "jsonl", "ndjson", "json.gz", "jsonl.gz")
@@ -59,7 +62,13 @@ class JSONFormat(FileFormat):
             # no columns unless parse_options gives an explicit_schema.
             schema = getattr(self.parse_options, "explicit_schema", None)
             return (schema or pa.schema([])).empty_table()
-        if data.lstrip()[:1] == b"[":
+        is_array = data.lstrip()[:1] == b"["
+        if self.lines is True and is_array:
+            msg = f"read_json(lines=True): {path!r} holds a JSON array, not one object per line"
+            raise FileReadError(msg, "pass lines=False (or leave lines unset) to read a file holding one document")
+        if self.lines is False:
+            return _document_table(data, path)
+        if is_array:
             return pa.Table.from_pylist(json.loads(data))
         kwargs = {}
         if self.read_options is not None:
@@ -78,14 +87,36 @@ class JSONFormat(FileFormat):
             return pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
 
 
+def _document_table(data: bytes, path: str) -> pa.Table:
+    """One JSON document: an array of objects is one row each, an object is one row."""
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError as err:
+        msg = f"read_json(lines=False): {path!r} is not one JSON document: {err}"
+        raise FileReadError(msg, "pass lines=True (or leave lines unset) for JSON lines: one object per line") \
+            from err
+    rows = doc if isinstance(doc, list) else [doc]
+    bad = next((r for r in rows if not isinstance(r, dict)), None)
+    if bad is not None:
+        msg = f"read_json: {path!r} holds a {type(bad).__name__} where a row (a JSON object) was expected"
+        raise FileReadError(msg, "each row must be an object such as {\"a\": 1}")
+    return pa.Table.from_pylist(rows)
+
+
 class JSONDatasource(FileDatasource):
     """JSON-lines files (see :func:`bridge.read_json`)."""
 
     def __init__(self, paths: Any, *, read_options: Any = None, parse_options: Any = None,
-                 schema: pa.Schema | None = None, **kwargs: Any) -> None:
+                 schema: pa.Schema | None = None, lines: bool | None = None, **kwargs: Any) -> None:
         if schema is not None and getattr(parse_options, "explicit_schema", None) is not None:
             from bridge.errors import BridgeError
 
             raise BridgeError("read_json: pass schema= or parse_options.explicit_schema, not both",
                               "schema= alone: it also converts the types JSON text cannot name")
-        super().__init__(JSONFormat(read_options, parse_options, schema), paths, what="read_json", **kwargs)
+        if lines not in (None, True, False):
+            from bridge.errors import BridgeTypeError
+
+            raise BridgeTypeError(f"read_json(lines=...) must be True, False or None; got {lines!r}",
+                                  "lines=True for one object per line, False for one document per file")
+        super().__init__(JSONFormat(read_options, parse_options, schema, lines), paths, what="read_json",
+                         **kwargs)

@@ -154,12 +154,19 @@ def read_json(
     read_options: Any = None,
     parse_options: Any = None,
     schema: Any = None,
+    lines: bool | None = None,
     filesystem: Any = None,
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
 ) -> Dataset:
     """JSON-lines files (one object per line) through ``pyarrow.json``.
+
+    ``lines``: ``True`` reads JSON lines only (a file holding an array raises);
+    ``False`` reads each file as one JSON document (an array of objects, one row
+    each, or one object, one row); ``None`` (default) tells them apart by the
+    first character.  Ray Data's default ``lines=False`` reads JSON lines too, so
+    unset is the same answer.
 
     Without ``schema`` the types are inferred from the text (ints as ``int64``,
     timestamps as strings or ``timestamp[s]``, binary as its base64 text).
@@ -175,6 +182,7 @@ def read_json(
 
     return read_datasource(JSONDatasource(
         paths, read_options=read_options, parse_options=parse_options, schema=_schema_arg(schema, "read_json"),
+        lines=lines,
         **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
     ))
 
