@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pytest
+import ray
 
 import bridge
 from bridge.errors import SchemaMismatchError
@@ -129,3 +130,27 @@ def test_union_unifies_types_and_names_mismatched_columns():
     lazy = bridge.range(3).map_batches(lambda b: {"id": b["id"].astype(str)})
     with pytest.raises(SchemaMismatchError, match=r"'id': int64 vs string"):
         bridge.range(3).union(lazy).take_all()
+
+
+def test_sort_with_boundaries_cuts_blocks_at_those_values_ties_going_after():
+    ds = bridge.from_items([{"x": v} for v in [25, 10, None, 3, 20, 19, 10, 40]], override_num_blocks=3)
+    out = ds.sort("x", boundaries=[10, 20]).materialize()
+    blocks = [ray.get(ref).column("x").to_pylist() for ref in out.get_internal_block_refs()]
+    assert blocks == [[3], [10, 10, 19], [20, 25, 40, None]]  # x < 10 | 10 <= x < 20 | x >= 20, nulls last
+    # Without nulls a numeric key is placed by binary search: the same rule.
+    by_search = bridge.range(30, override_num_blocks=4).sort("id", boundaries=[10, 20]).materialize()
+    assert [ray.get(r).column("id").to_pylist() for r in by_search.get_internal_block_refs()] == [
+        list(range(10)), list(range(10, 20)), list(range(20, 30))]
+    # Empty ranges are kept as empty blocks; a string key takes string boundaries.
+    words = bridge.from_items([{"w": w} for w in ["pear", "apple", "fig"]]).sort("w", boundaries=["b", "c", "g"])
+    assert [ray.get(r).num_rows for r in words.materialize().get_internal_block_refs()] == [1, 0, 1, 1]
+
+
+def test_sort_boundaries_are_checked_at_the_call():
+    ds = bridge.range(10)
+    with pytest.raises(ValueError, match=r"ascending order"):
+        ds.sort("id", boundaries=[5, 2])
+    with pytest.raises(ValueError, match=r"one ascending key"):
+        ds.sort("id", descending=True, boundaries=[5])
+    with pytest.raises(ValueError, match=r"do not fit column 'id'"):
+        ds.sort("id", boundaries=["a"]).materialize()

@@ -206,7 +206,8 @@ def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> list[Block
     return [grouped.slice(edges[j], edges[j + 1] - edges[j]) for j in range(n_out)]
 
 
-def _numeric_partition(table: Block, bounds: pa.Table, sort_keys: SortKeys) -> np.ndarray | None:
+def _numeric_partition(table: Block, bounds: pa.Table, sort_keys: SortKeys,
+                       ties_after: bool = False) -> np.ndarray | None:
     """Partition ids by binary search, for one numeric key without nulls or NaN; else ``None``."""
     if len(sort_keys) != 1:
         return None
@@ -219,16 +220,18 @@ def _numeric_partition(table: Block, bounds: pa.Table, sort_keys: SortKeys) -> n
     edges = bcol.to_numpy()
     if keys.dtype.kind == "f" and (np.isnan(keys).any() or np.isnan(edges).any()):
         return None
-    # A row equal to a boundary belongs to the range before it (as in the tagged sort below).
+    # A row equal to a boundary belongs to the range before it (as in the tagged sort below),
+    # or after it with ``ties_after``.
     if order == "ascending":
-        part = np.searchsorted(edges, keys, side="left")
+        part = np.searchsorted(edges, keys, side="right" if ties_after else "left")
     else:
-        part = len(edges) - np.searchsorted(edges[::-1], keys, side="right")
+        part = len(edges) - np.searchsorted(edges[::-1], keys, side="left" if ties_after else "right")
     return part.astype(np.uint16 if len(edges) < np.iinfo(np.uint16).max else np.uint32)
 
 
 def range_split(
-    table: Block, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int, *, sort: bool = True
+    table: Block, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int, *, sort: bool = True,
+    ties_after: bool = False,
 ) -> list[Block]:
     """Cut ``table`` into ``n_out`` pieces at the boundary rows (each piece sorted unless ``sort=False``).
 
@@ -236,7 +239,8 @@ def range_split(
     search over the boundaries and a radix partition, without sorting the block.
 
     Boundaries are appended to the key columns, tagged, and sorted together
-    with the rows; a row equal to a boundary sorts before it, in every block,
+    with the rows; a row equal to a boundary sorts before it (after it with
+    ``ties_after``, Ray Data's rule for ``sort(boundaries=)``), in every block,
     so equal keys always land in the same piece.  Works for any sortable types
     and several keys without comparing rows in Python.
     """
@@ -244,7 +248,7 @@ def range_split(
         first = sort_table(table, sort_keys) if sort else table
         return [first] + [table.slice(0, 0)] * (n_out - 1)
     if not sort:
-        part = _numeric_partition(table, bounds, sort_keys)
+        part = _numeric_partition(table, bounds, sort_keys, ties_after)
         if part is not None:
             pieces = split_by_partition(table, part, bounds.num_rows + 1)
             return pieces + [table.slice(0, 0)] * (n_out - len(pieces))
@@ -256,7 +260,7 @@ def range_split(
         keys.append_column(_BOUNDARY_TAG, pa.array(np.zeros(n, dtype=np.int8))),
         bounds.append_column(_BOUNDARY_TAG, pa.array(np.ones(bounds.num_rows, dtype=np.int8))),
     ])
-    order = sort_indices(tagged, [*sort_keys, (_BOUNDARY_TAG, "ascending")]).to_numpy()
+    order = sort_indices(tagged, [*sort_keys, (_BOUNDARY_TAG, "descending" if ties_after else "ascending")]).to_numpy()
     is_bound = order >= n
     data_order = order[~is_bound]
     # Position of each boundary among data rows = rows sorted before it.

@@ -49,19 +49,24 @@ class GlobalOpsMethods:
             raise BridgeError(f"random_shuffle: num_blocks must be >= 1; got {num_blocks}", "pass num_blocks=None")
         return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle")
 
-    def sort(self, key: str | list[str], descending: bool | list[bool] = False) -> Dataset:
+    def sort(self, key: str | list[str], descending: bool | list[bool] = False,
+             boundaries: list[Any] | None = None) -> Dataset:
         """Sort rows by one or several columns; nulls (and NaN) come last.
+
+        ``boundaries`` (one ascending key, as Ray Data): the output's blocks are cut at
+        those values instead of sampled ones -- ``[10, 20]`` gives three blocks, rows
+        below 10, then ``10 <= key < 20``, then the rest (nulls last), empty ones kept.
 
         Example:
             >>> import bridge
             >>> bridge.from_items([{"x": 2}, {"x": None}, {"x": 1}]).sort("x").take_all()
             [{'x': 1}, {'x': 2}, {'x': None}]
         """
-        from bridge.ops.sort import normalize_sort_keys, sort_fn
+        from bridge.ops.sort import check_boundaries, normalize_sort_keys, sort_fn
 
         sort_keys = normalize_sort_keys(key, descending)
         label = f"Sort({sort_keys})"
-        return self._all_to_all(sort_fn(sort_keys, label), label)
+        return self._all_to_all(sort_fn(sort_keys, label, check_boundaries(sort_keys, boundaries)), label)
 
     def repartition(self, num_blocks: int | None = None, *, target_num_rows_per_block: int | None = None,
                     shuffle: bool = False) -> Dataset:

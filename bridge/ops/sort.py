@@ -37,9 +37,10 @@ def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> 
     return [(k, "descending" if d else "ascending") for k, d in zip(keys, flags)]
 
 
-def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int) -> list[Block]:
+def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
+              ties_after: bool = False) -> list[Block]:
     # The reducer sorts its range anyway; a single numeric key is placed by binary search alone.
-    return exchange.range_split(block, bounds, sort_keys, n_out, sort=False)
+    return exchange.range_split(block, bounds, sort_keys, n_out, sort=False, ties_after=ties_after)
 
 
 def _sort_reduce(pieces: list[Block], index: int, sort_keys: SortKeys) -> Block:
@@ -47,8 +48,40 @@ def _sort_reduce(pieces: list[Block], index: int, sort_keys: SortKeys) -> Block:
     return exchange.sort_table(block, sort_keys)
 
 
-def sort_fn(sort_keys: SortKeys, label: str) -> Any:
-    """The ``AllToAll`` function of ``sort``."""
+def check_boundaries(sort_keys: SortKeys, boundaries: Any) -> list[Any] | None:
+    """``sort(boundaries=)`` as given -> a list of ascending values for the one ascending key."""
+    if boundaries is None:
+        return None
+    from bridge.errors import BridgeValueError
+
+    if len(sort_keys) != 1 or sort_keys[0][1] != "ascending":
+        msg = f"sort(boundaries=...) needs one ascending key; got {sort_keys}"
+        raise BridgeValueError(msg, "sort by a single column with descending=False, or drop boundaries=")
+    values = list(boundaries)
+    if any(v is None for v in values) or any(b <= a for a, b in zip(values, values[1:])):
+        msg = f"sort(boundaries={values!r}): boundaries must be distinct values in ascending order, without None"
+        raise BridgeValueError(msg, "pass e.g. boundaries=[10, 20]: rows < 10, then 10 <= rows < 20, then >= 20")
+    return values
+
+
+def _boundary_table(column: str, values: list[Any], schema: pa.Schema | None) -> pa.Table:
+    t = schema.field(column).type if schema is not None and column in schema.names else None
+    try:
+        return pa.table({column: pa.array(values, type=t)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
+        from bridge.errors import BridgeValueError
+
+        msg = f"sort(boundaries={values!r}): the values do not fit column {column!r} of type {t}: {err}"
+        raise BridgeValueError(msg, f"pass boundaries of the column's type {t}") from err
+
+
+def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None) -> Any:
+    """The ``AllToAll`` function of ``sort``.
+
+    ``boundaries`` (one ascending key): output block ``j`` holds the rows with
+    ``boundaries[j-1] <= key < boundaries[j]`` (Ray Data's rule; nulls in the last),
+    ``len(boundaries) + 1`` blocks, empty ones included.
+    """
 
     def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
         refs, metas = exchange.flatten_refs(bundles)
@@ -56,11 +89,15 @@ def sort_fn(sort_keys: SortKeys, label: str) -> Any:
         if not refs:
             return []
         exchange.check_columns(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
-        if sum(m.num_rows for m in metas) == 0:
+        if boundaries is not None:
+            bounds: pa.Table | None = _boundary_table(sort_keys[0][0], boundaries, exchange.input_schema(metas))
+            n_out = len(boundaries) + 1
+        elif sum(m.num_rows for m in metas) == 0:
             return [RefBundle(refs, metas)]
-        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas))
-        n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_sort_map, refs, n_out, ctx, bounds, sort_keys, n_out)
+        else:
+            bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas))
+            n_out = 1 if bounds is None else bounds.num_rows + 1
+        pieces = exchange.run_map(_sort_map, refs, n_out, ctx, bounds, sort_keys, n_out, boundaries is not None)
         del refs
         return exchange.run_reduce(_sort_reduce, pieces, ctx, sort_keys)
 
