@@ -44,8 +44,8 @@ def _is_xorbits_frame(obj: Any) -> bool:
     return xpd is not None and isinstance(obj, (xpd.DataFrame, xpd.Series))
 
 
-#: id(frame) -> (weak reference to the frame, its dtypes when made, the Arrow schema it was made from).
-_MADE: dict[int, tuple[weakref.ref, list[tuple[str, str]], pa.Schema]] = {}
+#: id(frame) -> (its dtypes when made, the Arrow schema it was made from); an entry leaves with its frame.
+_MADE: dict[int, tuple[list[tuple[str, str]], pa.Schema]] = {}
 
 
 def _dtypes(df: Any) -> list[tuple[str, str]]:
@@ -54,16 +54,16 @@ def _dtypes(df: Any) -> list[tuple[str, str]]:
 
 def _remember_schema(df: Any, schema: pa.Schema) -> None:
     key = id(df)
-    _MADE[key] = (weakref.ref(df), _dtypes(df), schema)
-    weakref.finalize(df, _MADE.pop, key, None)
+    _MADE[key] = (_dtypes(df), schema)
+    weakref.finalize(df, _MADE.pop, key, None)  # before the id can name another frame
 
 
 def _schema_made_with(df: Any) -> pa.Schema | None:
     """The schema ``to_mars`` made ``df`` from, while ``df`` is that object with the same dtypes."""
     entry = _MADE.get(id(df))
-    if entry is None or entry[0]() is not df or entry[1] != _dtypes(df):
+    if entry is None or entry[0] != _dtypes(df):
         return None
-    return entry[2]
+    return entry[1]
 
 
 def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> MaterializedDataset:

@@ -306,3 +306,10 @@ def test_read_json_lines_argument(tmp_path):
         bridge.read_json(str(tmp_path / "rows.jsonl"), lines=False).materialize()
     with pytest.raises(TypeError, match=r"lines=\.\.\.\) must be True, False or None; got 'yes'"):
         bridge.read_json(str(tmp_path), lines="yes")
+
+
+def test_read_json_with_schema_refuses_a_tensor_row_of_another_shape(tmp_path):
+    (tmp_path / "t.json").write_text('{"img": [[1, 2], [3, 4]]}\n{"img": [[1, 2, 3], [4, 5, 6]]}\n')
+    schema = pa.schema([("img", pa.fixed_shape_tensor(pa.uint8(), [2, 2]))])
+    with pytest.raises(FileReadError, match=r"t\.json.*'img'.*not of shape \(2, 2\)"):
+        bridge.read_json(str(tmp_path), schema=schema).materialize()

@@ -1,7 +1,7 @@
 """Typed reads of the text formats: ``read_csv(schema=)`` and ``read_json(schema=)``.
 
 CSV and JSON carry no types: read without a schema, Arrow infers them from the
-text (``uint8`` comes back as ``int64``, a ``"007"`` string column as ``7``).
+text (``uint8`` comes back as ``int64``, an unquoted ``007`` as the number ``7``).
 Given the schema (``ds.schema()`` of what was written), every column comes back
 as that type, exactly what ``write_csv`` / ``write_json`` wrote:
 
@@ -83,9 +83,35 @@ def _time_from_text(col: pa.Array, t: pa.DataType) -> pa.Array:
     return pc.cast(pc.cast(whole, pa.int64() if t.bit_width == 64 else pa.int32()), t)
 
 
+def _from_zero(col: pa.Array) -> pa.Array:
+    """``col`` whose offsets start at zero (a slice's do not), so ``col.offsets`` index ``col.values``."""
+    return pa.concat_arrays([col]) if col.offset else col
+
+
+def _fixed_tensor_from_lists(col: pa.Array, t: pa.DataType) -> pa.Array:
+    """Nested lists of ``t``'s shape -> the fixed-shape tensor, in Arrow (rows of another shape raise)."""
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    level = col.filter(col.is_valid())
+    for depth, size in enumerate(t.shape):
+        lengths = pc.list_value_length(level)
+        if level.null_count or pc.all(pc.equal(lengths, size)).as_py() not in (True, None):
+            raise pa.ArrowInvalid(f"a row is not of shape {tuple(t.shape)} (dimension {depth})")
+        level = level.flatten()
+    size = int(np.prod(t.shape))
+    values = pc.cast(level, t.value_type).to_numpy(zero_copy_only=False).reshape(-1, size)
+    flat = np.zeros((len(col), size), dtype=values.dtype)
+    flat[valid] = values
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1), t.value_type), size,
+                                                mask=pa.array(~valid))
+    return pa.ExtensionArray.from_storage(t, storage)
+
+
 def _tensor_from_lists(col: pa.Array, t: pa.DataType) -> pa.Array:
+    if tensor.is_fixed_tensor(t) and _is_list(col.type):
+        return _fixed_tensor_from_lists(col, t)
     from bridge.arrow_values import object_column
 
+    # Variable shapes: each row's shape is its own nesting, read row by row.
     dtype = t.value_type.to_pandas_dtype()
     rows = [None if v is None else np.asarray(v, dtype=dtype) for v in col.to_pylist()]
     return object_column(rows, t)
@@ -109,17 +135,14 @@ def convert(col: pa.Array, t: pa.DataType) -> pa.Array:
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return pa.array([None if v is None else base64.b64decode(v, validate=True) for v in col.to_pylist()], t)
     if pa.types.is_map(t):
-        offsets = col.offsets
-        if col.offset:
-            col = pa.concat_arrays([col])  # offsets from zero
-            offsets = col.offsets
-        entries = col.values
-        keys = convert(entries.field("key"), t.key_type)
-        items = convert(entries.field("value"), t.item_type)
-        return pa.MapArray.from_arrays(offsets, keys, items, type=t, mask=col.is_null())
+        col = _from_zero(col)
+        keys = convert(col.values.field("key"), t.key_type)
+        items = convert(col.values.field("value"), t.item_type)
+        return pa.MapArray.from_arrays(col.offsets, keys, items, type=t, mask=col.is_null())
     if _is_list(t) and _is_list(col.type):
-        values = convert(col.flatten(), t.value_type)
-        inner = pa.ListArray.from_arrays(pa.concat_arrays([col]).offsets, values, mask=col.is_null()) \
+        col = _from_zero(col)
+        values = convert(col.values, t.value_type)
+        inner = pa.ListArray.from_arrays(col.offsets, values, mask=col.is_null()) \
             if values.type != col.type.value_type else col
         return pc.cast(inner, t)
     if pa.types.is_struct(t) and pa.types.is_struct(col.type):
