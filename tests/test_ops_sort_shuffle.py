@@ -154,3 +154,39 @@ def test_sort_boundaries_are_checked_at_the_call():
         ds.sort("id", descending=True, boundaries=[5])
     with pytest.raises(ValueError, match=r"do not fit column 'id'"):
         ds.sort("id", boundaries=["a"]).materialize()
+
+
+def test_repartition_with_keys_gives_exactly_n_blocks_each_key_in_one_block():
+    rows = [{"k": (i % 7) if i % 11 else None, "s": str(i % 3), "x": i} for i in range(500)]
+    ds = bridge.from_items(rows).repartition(5)
+    for n, keys in [(4, ["k"]), (3, ["s", "k"]), (12, "s")]:
+        out = ds.repartition(n, keys=keys).materialize()
+        assert out.num_blocks() == n
+        blocks = list(out.iter_batches(batch_size=None, batch_format="pyarrow"))
+        key_cols = [keys] if isinstance(keys, str) else keys
+        home: dict = {}
+        for i, b in enumerate(blocks):
+            for key in set(zip(*[b.column(c).to_pylist() for c in key_cols])):
+                assert home.setdefault(key, i) == i, f"key {key} in blocks {home[key]} and {i}"
+        assert sorted(r["x"] for r in out.take_all()) == list(range(500))  # nothing lost or repeated
+    ordered = ds.repartition(3, keys=["k"], sort=True)
+    for b in ordered.iter_batches(batch_size=None, batch_format="pyarrow"):
+        ks = b.column("k").to_pylist()
+        present = [k for k in ks if k is not None]
+        assert present == sorted(present) and ks == present + [None] * (len(ks) - len(present))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"num_blocks": 3, "sort": True}, "keys= , which is missing|sorts by keys"),
+    ({"num_blocks": 3, "keys": []}, "column names"),
+    ({"num_blocks": 3, "keys": ["x"], "shuffle": True}, "without shuffle"),
+    ({"target_num_rows_per_block": 3, "keys": ["x"]}, "alone"),
+])
+def test_repartition_refuses_keys_and_sort_it_cannot_honour(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bridge.range(10).repartition(**kwargs)
+
+
+def test_repartition_with_an_unknown_key_names_it():
+    with pytest.raises(SchemaMismatchError, match="'nope'"):
+        bridge.range(10).repartition(2, keys=["nope"]).materialize()

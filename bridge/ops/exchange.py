@@ -270,3 +270,29 @@ def range_split(
     pieces = [sorted_table.slice(s, e - s) for s, e in zip(edges[:-1], edges[1:])]
     pieces += [table.slice(0, 0)] * (n_out - len(pieces))
     return pieces
+
+
+def _range_pieces(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
+                  sort: bool) -> list[Block]:
+    return range_split(block, bounds, sort_keys, n_out, sort=sort)
+
+
+def partition_by_keys(
+    bundles: list[RefBundle], keys: list[str], label: str, ctx: DataContext, n_out: int | None = None,
+    *, sort: bool = True,
+) -> list[list[ray.ObjectRef]] | None:
+    """The map side of a key exchange: piece refs per reducer, every key value in one reducer's pieces.
+
+    ``n_out``: exactly that many reducers (some may get nothing); default: as many as
+    the sampled distinct boundaries allow.  ``None`` when there is no input block.
+    Clears ``bundles`` (the map tasks hold their inputs).
+    """
+    refs, metas = flatten_refs(bundles)
+    bundles.clear()
+    if not refs:
+        return None
+    check_columns(label, keys, input_schema(metas))
+    sort_keys: SortKeys = [(k, "ascending") for k in keys]
+    bounds = sample_boundaries(refs, sort_keys, n_out or num_partitions(metas), distinct=True)
+    n = n_out if n_out is not None else 1 if bounds is None else bounds.num_rows + 1
+    return run_map(_range_pieces, refs, n, ctx, bounds, sort_keys, n, sort)

@@ -152,11 +152,6 @@ def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
     return run
 
 
-def _partition_rows(block: Block, index: int, bounds: pa.Table | None, sort_keys: exchange.SortKeys,
-                    n_out: int) -> list[Block]:
-    return exchange.range_split(block, bounds, sort_keys, n_out)
-
-
 def _map_groups_reduce(pieces: list[Block], index: int, keys: list[str], user: UserFn, batch_format: str,
                        label: str) -> Block:
     from bridge.errors import UserCodeError
@@ -199,21 +194,16 @@ def group_partition_fn(keys: list[str], label: str) -> Any:
     """
 
     def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
-        refs, metas = exchange.flatten_refs(bundles)
-        bundles.clear()
-        if not refs:
-            return []
         if not keys:
-            pieces = exchange.run_map(_whole_block, refs, 1, ctx)
+            refs, _ = exchange.flatten_refs(bundles)
+            bundles.clear()
+            if not refs:
+                return []
+            pieces: list[list[Any]] | None = exchange.run_map(_whole_block, refs, 1, ctx)
             del refs
-            return exchange.run_reduce(_sorted_groups_reduce, pieces, ctx, keys)
-        exchange.check_columns(label, keys, exchange.input_schema(metas))
-        sort_keys = [(k, "ascending") for k in keys]
-        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
-        n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_partition_rows, refs, n_out, ctx, bounds, sort_keys, n_out)
-        del refs
-        return exchange.run_reduce(_sorted_groups_reduce, pieces, ctx, keys)
+        else:
+            pieces = exchange.partition_by_keys(bundles, keys, label, ctx)
+        return [] if pieces is None else exchange.run_reduce(_sorted_groups_reduce, pieces, ctx, keys)
 
     return run
 
@@ -253,16 +243,8 @@ def map_groups_fn(keys: list[str], user: UserFn, batch_format: str, label: str) 
     """The ``AllToAll`` function of ``groupby(keys).map_groups(fn)``."""
 
     def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
-        refs, metas = exchange.flatten_refs(bundles)
-        bundles.clear()
-        if not refs:
-            return []
-        exchange.check_columns(label, keys, exchange.input_schema(metas))
-        sort_keys = [(k, "ascending") for k in keys]
-        bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
-        n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_partition_rows, refs, n_out, ctx, bounds, sort_keys, n_out)
-        del refs
-        return exchange.run_reduce(_map_groups_reduce, pieces, ctx, keys, user, batch_format, label)
+        pieces = exchange.partition_by_keys(bundles, keys, label, ctx)
+        return [] if pieces is None else exchange.run_reduce(_map_groups_reduce, pieces, ctx, keys, user,
+                                                              batch_format, label)
 
     return run

@@ -68,12 +68,16 @@ class GlobalOpsMethods:
         label = f"Sort({sort_keys})"
         return self._all_to_all(sort_fn(sort_keys, label, check_boundaries(sort_keys, boundaries)), label)
 
-    def repartition(self, num_blocks: int | None = None, *, target_num_rows_per_block: int | None = None,
-                    shuffle: bool = False) -> Dataset:
+    def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
+                    strict: bool = False, shuffle: bool = False, keys: list[str] | str | None = None,
+                    sort: bool = False) -> Dataset:
         """Exactly ``num_blocks`` blocks of near-equal row counts (order kept unless ``shuffle``).
 
+        ``keys=[...]``: exactly ``num_blocks`` blocks, every row with one key value in
+        the same block (``sort=True`` also sorts each block by the keys, nulls last).
         ``target_num_rows_per_block=n`` instead: blocks of exactly ``n`` rows in order, the
-        last one shorter (Ray Data splits per input block, giving at most ``n`` rows each).
+        last one shorter, what Ray Data gives with ``strict=True`` (its default splits per
+        input block, giving at most ``n`` rows each); ``strict`` is accepted either way.
 
         Example:
             >>> import bridge
@@ -81,27 +85,42 @@ class GlobalOpsMethods:
             3
             >>> bridge.range(10).repartition(target_num_rows_per_block=4).materialize().num_blocks()
             3
+            >>> ds = bridge.from_items([{"k": i % 3} for i in range(9)]).repartition(3, keys=["k"], sort=True)
+            >>> sorted(set(b["k"].to_pylist()) == {b["k"][0].as_py()} for b in ds.iter_batches(
+            ...     batch_size=None, batch_format="pyarrow") if b.num_rows)
+            [True, True, True]
         """
-        from bridge.ops.shuffle import random_shuffle_fn, repartition_fn, repartition_rows_fn
+        from bridge.errors import BridgeValueError
+        from bridge.ops.shuffle import random_shuffle_fn, repartition_fn, repartition_keys_fn, repartition_rows_fn
 
         if (num_blocks is None) == (target_num_rows_per_block is None):
-            from bridge.errors import BridgeValueError
-
             msg = (f"repartition: pass exactly one of num_blocks or target_num_rows_per_block; got "
                    f"num_blocks={num_blocks!r}, target_num_rows_per_block={target_num_rows_per_block!r}")
             raise BridgeValueError(msg, "call repartition(8) or repartition(target_num_rows_per_block=10_000)")
         if target_num_rows_per_block is not None:
             rows = target_num_rows_per_block
-            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1 or shuffle:
-                from bridge.errors import BridgeValueError
-
-                msg = (f"repartition: target_num_rows_per_block must be an int >= 1, without shuffle; got {rows!r}"
-                       f"{' with shuffle=True' if shuffle else ''}")
-                raise BridgeValueError(msg, "call repartition(target_num_rows_per_block=10_000)")
+            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1 or shuffle or keys is not None \
+                    or sort:
+                extra = " with shuffle=True" if shuffle else " with keys=" if keys is not None else \
+                    " with sort=True" if sort else ""
+                msg = f"repartition: target_num_rows_per_block must be an int >= 1, alone; got {rows!r}{extra}"
+                raise BridgeValueError(msg, "call repartition(target_num_rows_per_block=10_000), or "
+                                            "repartition(num_blocks, keys=[...]) to group by keys")
             return self._all_to_all(repartition_rows_fn(rows), f"Repartition[rows={rows}]")
-        if not isinstance(num_blocks, int) or num_blocks < 1:
-            raise BridgeError(f"repartition: num_blocks must be an int >= 1; got {num_blocks!r}",
-                              "call repartition(8)")
+        if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
+            raise BridgeValueError(f"repartition: num_blocks must be an int >= 1; got {num_blocks!r}",
+                                   "call repartition(8)")
+        if keys is not None:
+            key_list = [keys] if isinstance(keys, str) else list(keys)
+            if not key_list or not all(isinstance(k, str) for k in key_list) or shuffle:
+                msg = f"repartition(keys=...): needs one or more column names, without shuffle; got keys={keys!r}" \
+                      f"{' with shuffle=True' if shuffle else ''}"
+                raise BridgeValueError(msg, 'call repartition(8, keys=["user_id"])')
+            label = f"Repartition[{num_blocks}, keys={key_list}{', sorted' if sort else ''}]"
+            return self._all_to_all(repartition_keys_fn(num_blocks, key_list, bool(sort), label), label)
+        if sort:
+            raise BridgeValueError("repartition(sort=True) sorts by keys=, which is missing",
+                                   'call repartition(8, keys=["k"], sort=True), or ds.sort("k")')
         if shuffle:
             return self._all_to_all(random_shuffle_fn(None, num_blocks), f"Repartition[{num_blocks}, shuffle]")
         return self._all_to_all(repartition_fn(num_blocks), f"Repartition[{num_blocks}]")

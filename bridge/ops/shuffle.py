@@ -128,6 +128,28 @@ def repartition_rows_fn(rows_per_block: int) -> Any:
     return run
 
 
+def _key_reduce(pieces: list[Block], index: int, sort_keys: exchange.SortKeys, sort: bool) -> Block:
+    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    return exchange.sort_table(block, sort_keys) if sort and block.num_rows > 1 else compact(block)
+
+
+def repartition_keys_fn(num_blocks: int, keys: list[str], sort: bool, label: str) -> Any:
+    """The ``AllToAll`` function of ``repartition(n, keys=[...])``: exactly ``n`` blocks, equal keys together.
+
+    Ray Data hashes the keys; here the key space is cut into ``n`` ranges at sampled
+    boundaries (the exchange ``groupby`` uses), which gives the same promise (every row
+    with one key value sits in one block) with balanced blocks.  ``sort`` sorts each
+    block by the keys (ascending, nulls last).
+    """
+    sort_keys: exchange.SortKeys = [(k, "ascending") for k in keys]
+
+    def run(bundles: list[RefBundle], ctx: DataContext) -> list[RefBundle]:
+        pieces = exchange.partition_by_keys(bundles, keys, label, ctx, num_blocks, sort=sort)
+        return [] if pieces is None else exchange.run_reduce(_key_reduce, pieces, ctx, sort_keys, sort)
+
+    return run
+
+
 # ------------------------------------------------------------------ random_sample (per block, no exchange)
 
 
