@@ -162,6 +162,9 @@ _LAZY = {
     "read_numpy": "bridge.io.read_api",
     "read_images": "bridge.io.read_api",
     "read_datasource": "bridge.io.read_api",
+    "FileShuffleConfig": "bridge.io.partitioning",
+    "PathPartitionFilter": "bridge.io.partitioning",
+    "FilenameProvider": "bridge.io.file_datasink",
     # Aggregations (bridge/ops/aggregate.py)
     "AggregateFn": "bridge.ops.aggregate",
     "Count": "bridge.ops.aggregate",

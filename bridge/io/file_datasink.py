@@ -10,6 +10,13 @@ A file is written under a hidden temporary name
 (``.{name}.{token}.tmp``: readers skip names starting with ``.``) and renamed
 when complete, so a failed or killed write leaves nothing a later read picks up
 (on object stores the rename is copy + delete; the object appears only whole).
+
+``filename_provider=`` (a :class:`FilenameProvider`, or Ray Data's) names the
+files instead.  Its names cannot be checked before the tasks run, so each task
+writes a hidden staged file and the driver renames them all once every task
+has finished, after checking that no two tasks got one name and (with
+``mode="append"``) that no name is taken: a provider that repeats a name fails
+the write and nothing is replaced.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from bridge import tensor
 from bridge.block import Block, concat_blocks
 from bridge.errors import BridgeError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
+from bridge.io.partitioning import HIVE_NULL
 from bridge.io.paths import DestinationExistsError, FileWriteError, data_files, resolve_filesystem
 
 MODES = ("overwrite", "append", "error", "ignore")
@@ -165,8 +173,13 @@ class FileWriter:
     write_id: str | None = None
     #: Hive-style ``k=v`` directories by these columns (Parquet only; see ``write_parquet``).
     partition_cols: list[str] = dataclasses.field(default_factory=list)
+    #: Names the files (see the module docstring); ``provider_uuid`` is the write's id it is given.
+    filename_provider: Any = None
+    provider_uuid: str = ""
 
     def file_name(self, index: int) -> str:
+        if self.filename_provider is not None:
+            return provided_name(self.filename_provider, self.provider_uuid, index, self.fmt)
         if self.write_id:
             return f"{self.prefix}-{self.write_id}-{index:05d}.{self.ext}"
         return f"{self.prefix}-{index:05d}.{self.ext}"
@@ -175,19 +188,24 @@ class FileWriter:
         parts = [b for b in blocks]
         table = concat_blocks(parts) if parts else None
         # Empty blocks are skipped, except the first, which keeps the schema on disk.
+        staged = self.filename_provider is not None
         if table is None or (table.num_rows == 0 and ctx.task_index != 0):
-            yield pa.table({"path": pa.array([], pa.string()), "num_rows": pa.array([], pa.int64())})
+            yield _result([], [], [] if staged else None)
             return
         pieces = hive_pieces(table, self.partition_cols) if self.partition_cols else [("", table)]
-        paths, counts = [], []
+        paths, counts, stages = [], [], []
+        name = self.file_name(ctx.task_index)
         for subdir, piece in pieces:
-            if subdir:
-                self.fs.create_dir(self.directory + subdir, recursive=True)
-            path = f"{self.directory}{subdir}/{self.file_name(ctx.task_index)}"
-            self._write_file(path, piece)
+            path = f"{self.directory}{subdir}/{name}"
+            head, _, base = path.rpartition("/")
+            if subdir or "/" in name:
+                self.fs.create_dir(head, recursive=True)
+            target = f"{head}/.{base}.{self.provider_uuid}.stage" if staged else path
+            self._write_file(target, piece)
             paths.append(path)
             counts.append(piece.num_rows)
-        yield pa.table({"path": pa.array(paths, pa.string()), "num_rows": pa.array(counts, pa.int64())})
+            stages.append(target)
+        yield _result(paths, counts, stages if staged else None)
 
     def _write_file(self, path: str, table: Block) -> None:
         try:
@@ -217,6 +235,108 @@ class FileWriter:
             raise BridgeError(f"unknown write format {self.fmt!r}", "use write_parquet/csv/json/numpy")
 
 
+def _result(paths: list[str], counts: list[int], stages: list[str] | None) -> pa.Table:
+    columns = {"path": pa.array(paths, pa.string()), "num_rows": pa.array(counts, pa.int64())}
+    if stages is not None:
+        columns["staged"] = pa.array(stages, pa.string())
+    return pa.table(columns)
+
+
+class FilenameProvider:
+    """Names the files a write creates (``write_parquet(path, filename_provider=...)``), as Ray Data's.
+
+    Override :meth:`get_filename_for_task`; the name must be the same for the same
+    ``(write_uuid, task_index)`` (a retried task writes it again) and different for
+    different task indexes.  Ray Data's own ``FilenameProvider`` subclasses work too,
+    including old ones that override ``get_filename_for_block``.
+
+    Example:
+        >>> class Named(FilenameProvider):
+        ...     def get_filename_for_task(self, write_uuid, task_index):
+        ...         return f"scores-{task_index:04d}.parquet"
+        >>> Named().get_filename_for_task("abc", 3)
+        'scores-0003.parquet'
+    """
+
+    def __init__(self, dataset_uuid: str | None = None, file_format: str | None = None) -> None:
+        self.dataset_uuid = dataset_uuid
+        self.file_format = file_format
+
+    def get_filename_for_task(self, write_uuid: str, task_index: int) -> str:
+        """``[{dataset_uuid}_]{write_uuid}_{task_index:06}[.{file_format}]`` unless overridden."""
+        name = f"{self.dataset_uuid}_" if self.dataset_uuid is not None else ""
+        name += f"{write_uuid}_{task_index:06}"
+        return name + (f".{self.file_format}" if self.file_format is not None else "")
+
+
+def _overrides(provider: Any, method: str) -> bool:
+    """Whether ``provider``'s class defines ``method`` below a class named ``FilenameProvider``."""
+    for cls in type(provider).__mro__:
+        if cls.__name__ == "FilenameProvider":
+            return False
+        if method in cls.__dict__:
+            return True
+    return False
+
+
+def provided_name(provider: Any, write_uuid: str, task_index: int, fmt: str) -> str:
+    """The provider's name for a task's file, checked: relative, no ``..``, not hidden."""
+    where = f"write_{fmt}(filename_provider={type(provider).__name__})"
+    try:
+        if _overrides(provider, "get_filename_for_block") and not _overrides(provider, "get_filename_for_task"):
+            name = provider.get_filename_for_block(None, write_uuid, task_index, 0)  # Ray Data before 2.5x
+        else:
+            name = provider.get_filename_for_task(write_uuid, task_index)
+    except Exception as err:
+        from bridge.errors import UserCodeError
+
+        msg = f"{where}: get_filename_for_task({write_uuid!r}, {task_index}) raised {type(err).__name__}: {err}"
+        raise UserCodeError(msg, "fix the provider; it is called once per write task", operator=where,
+                            block_index=task_index, original=err) from err
+    parts = name.split("/") if isinstance(name, str) else []
+    if not parts or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        msg = f"{where} gave {name!r} for task {task_index}: a file name must be a relative path without '..'"
+        raise FileWriteError(msg, 'return a name such as f"part-{task_index:05d}.parquet"')
+    if any(p.startswith((".", "_")) for p in parts):
+        msg = f"{where} gave {name!r} for task {task_index}: readers skip names starting with '.' or '_', " \
+              f"so the rows would never be read back"
+        raise FileWriteError(msg, "start the name with a letter or digit")
+    return name
+
+
+def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str) -> list[str]:
+    """Rename every staged file to its provided name, after checking that none repeats or (append) exists.
+
+    On a refusal every staged file is deleted and nothing is renamed.
+    """
+    paths = result.column("path").to_pylist() if result.num_rows else []
+    stages = result.column("staged").to_pylist() if result.num_rows else []
+    seen: dict[str, int] = {}
+    problem = None
+    for i, p in enumerate(paths):
+        if p in seen:
+            problem = (f"write_{fmt}(filename_provider=...): two write tasks got the same file name {p!r}",
+                       "include the task_index in the name (names must differ per task); nothing was written")
+            break
+        seen[p] = i
+    if problem is None and mode == "append" and paths:
+        taken = [i.path for i in fs.get_file_info(paths) if i.type != pafs.FileType.NotFound]
+        if taken:
+            problem = (f"write_{fmt}(filename_provider=..., mode='append'): {len(taken)} name(s) already exist, "
+                       f"e.g. {taken[0]!r}; appending never replaces a file",
+                       "include the write_uuid in the name, or write with mode='overwrite'")
+    if problem is not None:
+        for s in stages:
+            try:
+                fs.delete_file(s)
+            except OSError:
+                pass
+        raise FileWriteError(*problem)
+    for s, p in zip(stages, paths):
+        fs.move(s, p)
+    return paths
+
+
 def _write_npy(table: Block, column: str, stream: Any) -> None:
     import io
 
@@ -234,8 +354,6 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
     stream.write(buf.getvalue())
 
 
-#: The directory name pyarrow's Hive partitioning reads back as null.
-HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) -> None:

@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 
 from bridge.errors import BridgeError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
+from bridge.io.partitioning import FileOrder, HiveColumns, filter_files, hive_columns
 from bridge.io.paths import FileEntry, FileReadError, expand_paths, group_files
 
 #: Column holding each row's source file when ``include_paths=True``.
@@ -43,9 +44,13 @@ class FileFormat:
         raise NotImplementedError
 
     def read_group(
-        self, fs: pafs.FileSystem, files: list[FileEntry], columns: list[str] | None, include_paths: bool
+        self, fs: pafs.FileSystem, files: list[FileEntry], columns: list[str] | None, include_paths: bool,
+        hive: HiveColumns | None = None,
     ) -> Iterator[pa.Table]:
-        """The tables of one read task.  Formats that must see every file first (images) override this."""
+        """The tables of one read task.  Formats that must see every file first (images) override this.
+
+        ``hive``: the partition columns to add after the file's own (``columns`` excludes them).
+        """
         for entry in files:
             try:
                 tables = list(self.read(fs, entry.path, columns))
@@ -61,6 +66,8 @@ class FileFormat:
                     raise FileReadError(msg, "column names must be unique: fix the header, or pass column names "
                                              "in the read options (e.g. read_options=pyarrow.csv.ReadOptions("
                                              "column_names=[...], skip_rows=1))")
+                if hive is not None:
+                    table = hive.add(table, entry.path, None)
                 yield with_path_column(table, entry.path) if include_paths else table
 
 
@@ -73,6 +80,7 @@ class FileDatasource(Datasource):
         filesystem: A ``pyarrow.fs`` or fsspec filesystem; default from the path.
         include_paths: Add a ``path`` column naming each row's file.
         override_num_blocks: Force the number of read tasks (at most one per file).
+        partitioning, partition_filter, shuffle: see :mod:`bridge.io.partitioning`.
     """
 
     supports_projection = True
@@ -87,11 +95,20 @@ class FileDatasource(Datasource):
         override_num_blocks: int | None = None,
         extensions: tuple[str, ...] | None = None,
         what: str = "read",
+        partitioning: Any = None,
+        partition_filter: Any = None,
+        shuffle: Any = None,
     ) -> None:
         self.format = fmt
         self.name = fmt.name
         exts = extensions if extensions is not None else fmt.extensions
-        self.filesystem, self.files = expand_paths(paths, filesystem, exts, what)
+        self.filesystem, files = expand_paths(paths, filesystem, exts, what)
+        self.files = filter_files(files, partition_filter, what)
+        self.order = FileOrder(shuffle, what)
+        self.hive = hive_columns(partitioning, [f.path for f in self.files], what)
+        if self.hive is not None and include_paths and PATH_COLUMN in self.hive.names:
+            msg = f"{what}(include_paths=True): a partition directory is named {PATH_COLUMN!r} (path=...)"
+            raise BridgeError(msg, "read with partitioning=None, or without include_paths")
         self.include_paths = include_paths
         self.override_num_blocks = override_num_blocks
         self.columns: list[str] | None = None
@@ -106,10 +123,12 @@ class FileDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
         n = default_num_blocks(self.estimate_inmemory_data_size(), len(self.files), self.override_num_blocks)
+        order = self.order.permutation(len(self.files))
+        files = self.files if order is None else [self.files[i] for i in order]
         tasks = []
-        for group in group_files(self.files, n):
+        for group in group_files(files, n):
             size = int(sum(f.size for f in group) * self.format.inflation)
-            read = _FileRead(self.format, self.filesystem, group, self.columns, self.include_paths)
+            read = _FileRead(self.format, self.filesystem, group, self.columns, self.include_paths, self.hive)
             tasks.append(ReadTask(read, meta(0, size, None, [f.path for f in group])))
         return tasks
 
@@ -132,12 +151,15 @@ class _FileRead:
     files: list[FileEntry]
     columns: list[str] | None
     include_paths: bool
+    hive: HiveColumns | None = None
 
     def __call__(self) -> Iterator[pa.Table]:
         wanted = None
         if self.columns is not None:
-            wanted = [c for c in self.columns if not (self.include_paths and c == PATH_COLUMN)]
-        for table in self.fmt.read_group(self.fs, self.files, wanted, self.include_paths):
+            added = {PATH_COLUMN} if self.include_paths else set()
+            added |= set(self.hive.names) if self.hive is not None else set()
+            wanted = [c for c in self.columns if c not in added]
+        for table in self.fmt.read_group(self.fs, self.files, wanted, self.include_paths, self.hive):
             if self.columns is not None:
                 missing = [c for c in self.columns if c not in table.column_names]
                 if missing:

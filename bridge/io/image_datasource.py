@@ -19,6 +19,7 @@ import pyarrow.fs as pafs
 
 from bridge.errors import BridgeError, missing_dependency
 from bridge.io.file_datasource import PATH_COLUMN, FileDatasource, FileFormat, read_bytes, read_error
+from bridge.io.partitioning import HiveColumns
 from bridge.io.paths import FileEntry
 
 IMAGE_EXTENSIONS = ("png", "jpg", "jpeg", "tif", "tiff", "bmp", "gif", "webp")
@@ -49,7 +50,8 @@ class ImageFormat(FileFormat):
             return np.asarray(img)
 
     def read_group(
-        self, fs: pafs.FileSystem, files: list[FileEntry], columns: list[str] | None, include_paths: bool
+        self, fs: pafs.FileSystem, files: list[FileEntry], columns: list[str] | None, include_paths: bool,
+        hive: HiveColumns | None = None,
     ) -> Iterator[pa.Table]:
         from bridge import tensor
 
@@ -68,6 +70,8 @@ class ImageFormat(FileFormat):
         else:
             column = tensor.variable_tensor_array(arrays)
         table = pa.table({"image": column})
+        if hive is not None:
+            table = hive.add_per_row(table, [f.path for f in files])
         if include_paths:
             table = table.append_column(PATH_COLUMN, pa.array([f.path for f in files], pa.string()))
         yield table

@@ -23,6 +23,7 @@ from bridge.errors import BridgeError, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
 from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
+from bridge.io.partitioning import FileOrder, filter_files
 from bridge.io.paths import FileReadError, expand_paths
 
 _HINT = "the file is not Parquet or is truncated (an interrupted write?); delete or re-write it"
@@ -76,9 +77,13 @@ class ParquetDatasource(Datasource):
         file_extensions: tuple[str, ...] | None = None,
         override_num_blocks: int | None = None,
         include_paths: bool = False,
+        partition_filter: Any = None,
+        shuffle: Any = None,
     ) -> None:
         self.include_paths = include_paths
         self.filesystem, files = expand_paths(paths, filesystem, file_extensions, "read_parquet")
+        files = filter_files(files, partition_filter, "read_parquet")
+        self.order = FileOrder(shuffle, "read_parquet")
         self.filter = as_expression(filter)
         self.override_num_blocks = override_num_blocks
         self.limit: int | None = None
@@ -118,7 +123,7 @@ class ParquetDatasource(Datasource):
     def with_limit(self, limit: int) -> ParquetDatasource:
         out = self._copy()
         out.limit = limit if self.limit is None else min(limit, self.limit)
-        if self.filter is None:
+        if self.filter is None and self.order.shuffle is None:  # shuffled: the first files differ per run
             kept: list[_Unit] = []
             rows = 0
             for u in self.units:
@@ -157,7 +162,7 @@ class ParquetDatasource(Datasource):
         size = self.estimate_inmemory_data_size()
         n = default_num_blocks(size, len(self.units), self.override_num_blocks)
         tasks = []
-        for group in _pack(self.units, n):
+        for group in _pack(self._ordered_units(), n):
             rows = sum(u.num_rows for u in group)
             nbytes = int(sum(u.size_bytes for u in group) * self._projected_fraction())
             read = _ParquetRead(_by_file(group), self.schema, self._scan_columns(), self.filter,
@@ -165,6 +170,15 @@ class ParquetDatasource(Datasource):
             files = sorted({u.path for u in group})
             tasks.append(ReadTask(read, meta(rows if self.filter is None else 0, nbytes, out_schema, files)))
         return tasks
+
+    def _ordered_units(self) -> list[_Unit]:
+        """The row groups in reading order: as listed, or by file in this run's shuffled order."""
+        paths = list(dict.fromkeys(u.path for u in self.units))
+        order = self.order.permutation(len(paths))
+        if order is None:
+            return self.units
+        rank = {paths[i]: r for r, i in enumerate(order)}
+        return sorted(self.units, key=lambda u: rank[u.path])  # stable: row groups keep their order
 
     def _path_position(self) -> int | None:
         """Where the ``path`` column goes in each block, or ``None`` without ``include_paths``."""

@@ -6,6 +6,13 @@ the Dataset is consumed.  Paths: a file, a directory (recursive; names starting
 with ``.`` or ``_`` skipped), a glob, or a list; local or any ``pyarrow.fs``
 URI (``s3://``, ``gs://``, ``hdfs://``); ``filesystem=`` takes a ``pyarrow.fs``
 or fsspec filesystem.  ``override_num_blocks`` forces the number of read tasks.
+
+Every reader also takes ``partition_filter`` (skip files by their ``key=value``
+directories), ``shuffle`` (``"files"`` or :class:`bridge.FileShuffleConfig`: a
+random file order per run) and ``partitioning`` (``"hive"``: ``key=value``
+directories become columns, typed ``int32`` when every value is an integer,
+else ``string``; the default for Parquet, CSV and JSON, as in Ray Data; ``None``
+for the others).  See :mod:`bridge.io.partitioning`.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ def read_parquet(
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
     include_paths: bool = False,
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """Parquet files, split by file and row group, with column and predicate pushdown.
 
@@ -68,6 +77,11 @@ def read_parquet(
         file_extensions: Only read files with these extensions in directories.
         override_num_blocks: Number of read tasks (at most one per row group).
         include_paths: Add a ``path`` column (string) naming each row's file.
+        partition_filter: A function of a file's Hive partition values as strings
+            (``lambda v: v["year"] >= "2023"``) or a :class:`bridge.PathPartitionFilter`:
+            files it rejects are never opened (not even their footers).
+        shuffle: ``"files"`` or :class:`bridge.FileShuffleConfig`: read the files in a
+            random order, a new one each run (row groups stay in order within a file).
 
     Example:
         >>> import bridge, pyarrow.compute as pc
@@ -81,16 +95,21 @@ def read_parquet(
     return read_datasource(ParquetDatasource(
         paths, columns=columns, filter=filter, filesystem=filesystem, partitioning=partitioning, schema=schema,
         file_extensions=exts, override_num_blocks=override_num_blocks, include_paths=include_paths,
+        partition_filter=partition_filter, shuffle=shuffle,
     ))
 
 
 def _file_kwargs(filesystem: Any, include_paths: bool, override_num_blocks: int | None,
-                 file_extensions: list[str] | None) -> dict[str, Any]:
+                 file_extensions: list[str] | None, partitioning: Any, partition_filter: Any,
+                 shuffle: Any) -> dict[str, Any]:
     return {
         "filesystem": filesystem,
         "include_paths": include_paths,
         "override_num_blocks": override_num_blocks,
         "extensions": tuple(file_extensions) if file_extensions else None,
+        "partitioning": partitioning,
+        "partition_filter": partition_filter,
+        "shuffle": shuffle,
     }
 
 
@@ -117,6 +136,9 @@ def read_csv(
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = "hive",
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """CSV files through ``pyarrow.csv`` (types inferred; ``.gz``/``.bz2``/``.zst`` decompressed).
 
@@ -144,7 +166,8 @@ def read_csv(
     return read_datasource(CSVDatasource(
         paths, on_bad_lines=on_bad_lines, read_options=read_options, parse_options=parse_options,
         convert_options=convert_options, schema=_schema_arg(schema, "read_csv"),
-        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle),
     ))
 
 
@@ -159,6 +182,9 @@ def read_json(
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = "hive",
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """JSON-lines files (one object per line) through ``pyarrow.json``.
 
@@ -183,7 +209,8 @@ def read_json(
     return read_datasource(JSONDatasource(
         paths, read_options=read_options, parse_options=parse_options, schema=_schema_arg(schema, "read_json"),
         lines=lines,
-        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle),
     ))
 
 
@@ -196,6 +223,9 @@ def read_text(
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """Text files, one row per line in column ``text``.
 
@@ -207,7 +237,8 @@ def read_text(
 
     return read_datasource(TextDatasource(
         paths, encoding=encoding, drop_empty_lines=drop_empty_lines,
-        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions),
+        **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle),
     ))
 
 
@@ -218,6 +249,9 @@ def read_binary_files(
     filesystem: Any = None,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """Whole files, one row each: column ``bytes`` and (by default) ``path``.
 
@@ -228,7 +262,8 @@ def read_binary_files(
     from bridge.io.binary_datasource import BinaryDatasource
 
     return read_datasource(BinaryDatasource(
-        paths, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+        paths, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle)
     ))
 
 
@@ -240,6 +275,9 @@ def read_numpy(
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """``.npy`` files: axis 0 is rows; n-d arrays become an ``arrow.fixed_shape_tensor`` column.
 
@@ -251,7 +289,8 @@ def read_numpy(
     from bridge.io.numpy_datasource import NumpyDatasource
 
     return read_datasource(NumpyDatasource(
-        paths, column=column, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+        paths, column=column, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle)
     ))
 
 
@@ -264,6 +303,9 @@ def read_images(
     include_paths: bool = False,
     file_extensions: list[str] | None = None,
     override_num_blocks: int | None = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    shuffle: Any = None,
 ) -> Dataset:
     """Images decoded with Pillow into column ``image`` (``(H, W[, C])`` arrays).
 
@@ -280,7 +322,8 @@ def read_images(
     from bridge.io.image_datasource import ImageDatasource
 
     return read_datasource(ImageDatasource(
-        paths, size=size, mode=mode, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions)
+        paths, size=size, mode=mode, **_file_kwargs(filesystem, include_paths, override_num_blocks, file_extensions,
+                       partitioning, partition_filter, shuffle)
     ))
 
 

@@ -59,9 +59,16 @@ class WriteMethods:
 
     def _write_files(self, fmt: str, ext: str, path: Any, filesystem: Any, mode: str, filename_prefix: str,
                      options: dict[str, Any], column: str | None = None,
-                     partition_cols: list[str] | None = None, min_rows_per_file: int | None = None) -> list[str]:
+                     partition_cols: list[str] | None = None, min_rows_per_file: int | None = None,
+                     filename_provider: Any = None) -> list[str]:
         from bridge.execution.transform import BlockTransform
-        from bridge.io.file_datasink import FileWriter, check_partition_cols, new_write_id, prepare_directory
+        from bridge.io.file_datasink import (
+            FileWriter,
+            check_partition_cols,
+            commit_staged,
+            new_write_id,
+            prepare_directory,
+        )
 
         if min_rows_per_file is not None and (isinstance(min_rows_per_file, bool)
                                               or not isinstance(min_rows_per_file, int) or min_rows_per_file < 1):
@@ -71,6 +78,13 @@ class WriteMethods:
             raise BridgeValueError(msg, "pass e.g. min_rows_per_file=100_000, or leave it unset for one file "
                                         "per block")
         _check_options(fmt, options)
+        if filename_provider is not None and not (hasattr(filename_provider, "get_filename_for_task")
+                                                  or hasattr(filename_provider, "get_filename_for_block")):
+            from bridge.errors import BridgeTypeError
+
+            msg = f"write_{fmt}(filename_provider=...) needs a FilenameProvider; got {type(filename_provider).__name__}"
+            raise BridgeTypeError(msg, "subclass bridge.FilenameProvider and override get_filename_for_task("
+                                       "write_uuid, task_index)")
         if partition_cols:
             check_partition_cols(list(partition_cols), self.schema(), fmt)  # type: ignore[attr-defined]
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
@@ -79,18 +93,22 @@ class WriteMethods:
             return []
         write_id = new_write_id() if mode == "append" else None
         writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id,
-                            list(partition_cols or ()))
+                            list(partition_cols or ()), filename_provider,
+                            new_write_id() if filename_provider is not None else "")
         label = f"Write{fmt.capitalize()}"
         # min_rows_per_file: contiguous blocks are bundled into one write task until they hold that many
         # rows (a block is never split; the last file may hold fewer), as Ray Data does.
         ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {},  # type: ignore[attr-defined]
                             min_rows=min_rows_per_file, bundle_after_read=True)
         result = ds.to_arrow()
+        if filename_provider is not None:
+            return commit_staged(fs, result, mode, fmt)
         return [p for p in result.column("path").to_pylist()] if result.num_rows else []
 
     def write_parquet(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                       filename_prefix: str = "part", partition_cols: list[str] | None = None,
-                      min_rows_per_file: int | None = None, **parquet_options: Any) -> list[str]:
+                      min_rows_per_file: int | None = None, filename_provider: Any = None,
+                      **parquet_options: Any) -> list[str]:
         """Write one Parquet file per block into directory ``path`` (local or ``s3://...``).
 
         Every Arrow type survives, including tensor columns (``arrow.fixed_shape_tensor``)
@@ -107,6 +125,11 @@ class WriteMethods:
         which ``read_parquet(path)`` reads back with those columns typed by pyarrow's
         inference (``year=2024`` reads as an integer).
 
+        ``filename_provider`` (a :class:`bridge.FilenameProvider` or Ray Data's) names each
+        task's file instead of ``filename_prefix``, for every ``write_*`` method; the files
+        appear when every task has finished, and a name given twice fails the write
+        with nothing replaced.
+
         Returns:
             The paths written, in block order.
 
@@ -116,11 +139,12 @@ class WriteMethods:
             ['/tmp/rb_doc_out/part-00000.parquet', '/tmp/rb_doc_out/part-00001.parquet']
         """
         return self._write_files("parquet", "parquet", path, filesystem, mode, filename_prefix, parquet_options,
-                                 partition_cols=partition_cols, min_rows_per_file=min_rows_per_file)
+                                 partition_cols=partition_cols, min_rows_per_file=min_rows_per_file,
+                                 filename_provider=filename_provider)
 
     def write_csv(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                   filename_prefix: str = "part", min_rows_per_file: int | None = None,
-                  **csv_options: Any) -> list[str]:
+                  filename_provider: Any = None, **csv_options: Any) -> list[str]:
         """Write one CSV file (with header) per block.  Nested and tensor columns raise
         :class:`UnsupportedTypeError` naming the column.  ``csv_options`` go to
         ``pyarrow.csv.write_csv`` (e.g. ``write_options=pyarrow.csv.WriteOptions(delimiter=";")``).
@@ -130,11 +154,11 @@ class WriteMethods:
             >>> bridge.range(3).write_csv("/tmp/rb_doc_csv")  # doctest: +SKIP
         """
         return self._write_files("csv", "csv", path, filesystem, mode, filename_prefix, csv_options,
-                                 min_rows_per_file=min_rows_per_file)
+                                 min_rows_per_file=min_rows_per_file, filename_provider=filename_provider)
 
     def write_json(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                    filename_prefix: str = "part", min_rows_per_file: int | None = None,
-                   **json_options: Any) -> list[str]:
+                   filename_provider: Any = None, **json_options: Any) -> list[str]:
         """Write one JSON-lines file per block (one object per row).
 
         Timestamps and dates become ISO-8601 strings (``read_json`` parses them back to
@@ -146,10 +170,10 @@ class WriteMethods:
             >>> bridge.from_items([{"a": 1}]).write_json("/tmp/rb_doc_json")  # doctest: +SKIP
         """
         return self._write_files("json", "json", path, filesystem, mode, filename_prefix, json_options,
-                                 min_rows_per_file=min_rows_per_file)
+                                 min_rows_per_file=min_rows_per_file, filename_provider=filename_provider)
 
     def write_numpy(self, path: Any, *, column: str, filesystem: Any = None, mode: str = "overwrite",
-                    filename_prefix: str = "part") -> list[str]:
+                    filename_prefix: str = "part", filename_provider: Any = None) -> list[str]:
         """Write ``column`` as one ``.npy`` file per block (rows on axis 0; tensors keep their shape).
 
         Example:
@@ -161,4 +185,5 @@ class WriteMethods:
         if not isinstance(column, str):
             msg = f"write_numpy(column=...) must name one column; got {column!r}"
             raise BridgeError(msg, 'pass column="data"')
-        return self._write_files("numpy", "npy", path, filesystem, mode, filename_prefix, {}, column)
+        return self._write_files("numpy", "npy", path, filesystem, mode, filename_prefix, {}, column,
+                                 filename_provider=filename_provider)
