@@ -98,7 +98,8 @@ class StreamingExecutor:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.budget = ctx.bytes_in_flight_budget()
-        self._bars = ProgressBars(ops, ctx.enable_progress_bars)
+        self._bars = ProgressBars(ops, ctx.enable_progress_bars, budget=self.budget)
+        self._finished = False
         self._shutdown_lock = threading.Lock()
         self._is_shut_down = False
         #: All returns of the task whose ``on_ready`` is running (collected if it raises).
@@ -181,7 +182,7 @@ class StreamingExecutor:
             for op in self.ops:
                 op.shutdown()
             collect_quietly(refs)
-            self._bars.close()
+            self._bars.close(finished=self._finished)
             if self.stats.end is None:
                 self.stats.end = time.time()
             _LIVE.discard(self)
@@ -192,7 +193,7 @@ class StreamingExecutor:
             finished = False
             while not self._stop.is_set():
                 if self._step():
-                    finished = True
+                    finished = self._finished = True
                     break
             self._out.put(_DONE if finished else _STOPPED)
         except BaseException as err:  # noqa: BLE001 - everything goes to the consumer
@@ -215,6 +216,8 @@ class StreamingExecutor:
         self._move_outputs()
         self._dispatch()
         self._move_outputs()
+        if self._bars.enabled:
+            self._bars.refresh(self._in_flight_bytes)
         if self.final.completed() and not self.final.has_output():
             return True
         waitables = [w for op in self.ops for w in op.waitables()]
