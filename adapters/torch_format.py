@@ -19,7 +19,7 @@ timestamp / date / duration   ``torch.int64`` (unit since the epoch; a warning s
 fixed-shape tensor            one stacked tensor ``(rows, *shape)``
 string / binary               a Python list (strings stay lists)
 list<number>                  a list of 1-d tensors, one per row
-variable-shape tensor         a list of tensors, one per row
+variable-shape tensor         a list of tensors, one per row (``None`` for a null row)
 ============================  =================================================================
 
 ``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.

@@ -40,8 +40,8 @@ from bridge import tensor
 from bridge.batch import column_to_numpy
 from bridge.errors import ConversionWarning, UnsupportedTypeError
 
-#: (column, type) pairs already warned about: one warning per column, not one per batch.
-_warned_time_like: set[tuple[str, str]] = set()
+#: (framework, column, type) already warned about: one warning per column and framework, not one per batch.
+_warned_time_like: set[tuple[str, str, str]] = set()
 
 
 @dataclasses.dataclass
@@ -86,7 +86,7 @@ def _int64_meaning(t: pa.DataType) -> tuple[str, str]:
 
 def _time_like_to_int64(col: pa.ChunkedArray, name: str, framework: str) -> np.ndarray:
     t = col.type
-    key = (name, str(t))
+    key = (framework, name, str(t))
     if key not in _warned_time_like:
         _warned_time_like.add(key)
         meaning, rule = _int64_meaning(t)

@@ -100,6 +100,80 @@ def _json_roundtrip(t: pa.Table, tmp: Any) -> pa.Table:
     return bridge.read_json(str(tmp), schema=ds.schema()).to_arrow()
 
 
+def _torch_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
+    """What ``iter_torch_batches`` handed over for one column, back in Arrow for comparison.
+
+    A tensor becomes the NumPy array it holds, in the dtype torch gave it (so a widened
+    or re-typed column shows up as that type); a fixed-shape tensor column the tensor
+    extension of the stacked tensor.  Values handed over as Python lists (strings,
+    lists, variable-shape tensors, which torch has no tensor type for) are read with
+    the column's own type: a changed value still fails the comparison.
+    """
+    import numpy as np
+    import torch
+
+    from bridge import tensor as tensor_mod
+
+    if all(isinstance(p, torch.Tensor) for p in parts):
+        arr = np.concatenate([p.numpy() for p in parts]) if parts else np.array([])
+        if isinstance(type_, pa.FixedShapeTensorType):
+            return tensor_mod.fixed_tensor_array(arr)
+        return pa.array(arr)
+    rows = [r for p in parts for r in p]
+    if isinstance(type_, tensor_mod.VariableShapeTensorType):
+        return tensor_mod.variable_tensor_array([None if r is None else r.numpy() for r in rows])
+    return pa.array([r.tolist() if isinstance(r, torch.Tensor) else r for r in rows], type=type_)
+
+
+def _forget_conversion_warnings() -> None:
+    """Training formats warn once per process and column; each matrix run must see its own warning."""
+    from adapters import training_columns
+
+    training_columns._warned_time_like.clear()
+
+
+def _torch_roundtrip(t: pa.Table) -> pa.Table:
+    pytest.importorskip("torch")
+    _forget_conversion_warnings()
+    batches = list(bridge.from_arrow(t).iter_torch_batches(batch_size=None))
+    if not batches:  # no rows: nothing was handed over, nothing could change
+        return t.slice(0, 0)
+    return pa.table({name: _torch_column([b[name] for b in batches], t.schema.field(name).type)
+                     for name in t.column_names})
+
+
+def _tf_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
+    """What ``iter_tf_batches`` handed over for one column, back in Arrow (see :func:`_torch_column`).
+
+    ``tf.string`` holds bytes: a string column's bytes are decoded as UTF-8, the column's own
+    encoding; a ragged tensor is read as its rows with the column's type.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    from bridge import tensor as tensor_mod
+
+    if any(isinstance(p, tf.RaggedTensor) for p in parts):
+        return pa.array([r for p in parts for r in p.to_list()], type=type_)
+    arr = np.concatenate([p.numpy() for p in parts])
+    if isinstance(type_, pa.FixedShapeTensorType):
+        return tensor_mod.fixed_tensor_array(arr)
+    if arr.dtype == object:
+        text = pa.types.is_string(type_) or pa.types.is_large_string(type_)
+        return pa.array([v.decode() if text else v for v in arr], type=type_)
+    return pa.array(arr)
+
+
+def _tf_roundtrip(t: pa.Table) -> pa.Table:
+    pytest.importorskip("tensorflow")
+    _forget_conversion_warnings()
+    batches = list(bridge.from_arrow(t).iter_tf_batches(batch_size=None))
+    if not batches:  # no rows: nothing was handed over, nothing could change
+        return t.slice(0, 0)
+    return pa.table({name: _tf_column([b[name] for b in batches], t.schema.field(name).type)
+                     for name in t.column_names})
+
+
 def _capsule_roundtrip(t: pa.Table) -> pa.Table:
     ds = bridge.from_arrow(t)
     return bridge.from_arrow(pa.RecordBatchReader.from_stream(ds)).to_arrow()
@@ -120,10 +194,16 @@ PATHS: dict[str, Callable[..., pa.Table]] = {
     "polars": lambda t, _tmp: _polars_roundtrip(t),
     "csv": _csv_roundtrip,
     "json": _json_roundtrip,
+    "torch": lambda t, _tmp: _torch_roundtrip(t),
+    "tf": lambda t, _tmp: _tf_roundtrip(t),
 }
 
+#: Columns that training formats hand over as int64 counts of their unit, with a warning naming the column.
+_TEMPORAL = ("date32", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns", "timestamp_us_utc",
+             "timestamp_us_ny", "duration_us", "time64_ns")
+
 #: (path, type name, variant or "*") -> "CONVERTED", "REFUSED", FOREIGN(...) or XFAIL(reason).  Anything not
-#: listed is EXACT (14 paths x 36 types x 3 variants = 1,512 cells).
+#: listed is EXACT (16 paths x 36 types x 3 variants = 1,728 cells).
 EXPECTED: dict[tuple[str, str, str], Any] = {
     # CSV is flat text: write_csv refuses nested, tensor and binary columns, naming them.
     **{("csv", name, "*"): "REFUSED" for name in (
@@ -138,6 +218,22 @@ EXPECTED: dict[tuple[str, str, str], Any] = {
         "dictionary": pa.dictionary(pa.uint32(), pa.large_string()),
         "list_struct": pa.large_list(pa.struct([("x", pa.int32())])),
     }.items()},
+    # torch (adapters/torch_format.py's table): tensors hold no nulls (every column of the null variant is
+    # refused, naming it, except a variable-shape tensor's: a list of tensors, None for the null row), nor
+    # decimals, structs, maps or uint64; temporal columns are int64 counts with a warning naming the column
+    # and unit; uint16/uint32 are widened to int64 (torch has no arithmetic on them).
+    **{("torch", name, "nulls"): "REFUSED" for name in TYPE_NAMES if name != "variable_tensor"},
+    **{("torch", name, "plain"): "REFUSED" for name in ("uint64", "decimal128", "decimal256", "struct", "map",
+                                                        "list_struct")},
+    **{("torch", name, "plain"): "CONVERTED" for name in _TEMPORAL},
+    **{("torch", name, "plain"): FOREIGN(pa.int64(), "torch has no arithmetic on uint16/uint32: widened, lossless")
+       for name in ("uint16", "uint32")},
+    # tf (adapters/tf_adapter.py's table): the same, except that tf holds every integer width, strings and
+    # binary as tf.string bytes, lists as ragged tensors, and has no variable-shape tensor (refused).
+    **{("tf", name, "nulls"): "REFUSED" for name in TYPE_NAMES},
+    **{("tf", name, "plain"): "REFUSED" for name in ("decimal128", "decimal256", "struct", "map", "list_struct",
+                                                     "variable_tensor")},
+    **{("tf", name, "plain"): "CONVERTED" for name in _TEMPORAL},
     ("polars", "decimal256", "*"): XFAIL("polars 2.1 panics reading a decimal256 column ('operator does not "
                                          "support primitive Int256'), before the bridge sees it"),
 }

@@ -1,6 +1,6 @@
 """torch/tf's date, duration, time and timestamp -> int64 rules warn once per column, naming the rule.
 
-Column names are unique per test: the warning is given once per column and type in a process.
+Column names are unique per test: the warning is given once per framework, column and type in a process.
 """
 
 from __future__ import annotations
@@ -56,3 +56,12 @@ def test_iter_torch_batches_warns_for_a_date_column_by_name():
     with pytest.warns(ConversionWarning, match="'signup_day'.*days"):
         batch = next(iter(ds.iter_torch_batches(batch_size=2)))
     assert batch["signup_day"].tolist() == [19724, 19724]
+
+
+def test_each_framework_warns_for_itself():
+    block = pa.table({"both_frameworks_col": pa.array([DAY], pa.date32())})
+    with pytest.warns(ConversionWarning, match="torch: column 'both_frameworks_col'"):
+        training_column(block, "both_frameworks_col", framework="torch")
+    # The torch warning said nothing about tf: tf's own hand-over still says what it does.
+    with pytest.warns(ConversionWarning, match="tf: column 'both_frameworks_col'"):
+        training_column(block, "both_frameworks_col", framework="tf")
