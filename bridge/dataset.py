@@ -559,9 +559,19 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return _first_schema(seen)
 
     def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
-        """Column names; ``fetch_if_missing=False`` returns ``None`` rather than run the plan to learn them."""
+        """Column names; ``fetch_if_missing=False`` returns ``None`` rather than run the plan to learn them
+        (names the plan knows without running, e.g. a Parquet source's or a selection's, still come back).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).select_columns(["id"]).columns(fetch_if_missing=False)
+            ['id']
+        """
         if not fetch_if_missing and not isinstance(self._plan, InputData):
-            return None
+            from bridge.plan.schema import known_schema
+
+            known = known_schema(self._plan)
+            return list(known.names) if known is not None else None
         schema = self.schema()
         return list(schema.names) if schema is not None else []
 

@@ -231,6 +231,8 @@ def test_columns_fetch_if_missing():
     assert lazy.columns(fetch_if_missing=False) is None
     assert lazy.columns() == ["id"]
     assert bridge.range(3).materialize().columns(fetch_if_missing=False) == ["id"]
+    # What the plan knows without running is not "missing".
+    assert bridge.range(3).select_columns(["id"]).columns(fetch_if_missing=False) == ["id"]
 
 
 # ------------------------------------------------------------------ input files and paths
