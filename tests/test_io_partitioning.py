@@ -60,12 +60,30 @@ def test_a_partition_key_that_is_not_an_int32_everywhere_reads_as_string(tmp_pat
     assert sorted(r["k"] for r in ds.take_all()) == ["1", "3000000000"]  # "3000000000" not wrapped or floated
 
 
-def test_a_file_column_named_like_its_partition_directory_is_refused(tmp_path):
+def test_a_file_column_named_like_its_partition_directory_must_hold_its_value(tmp_path):
     (tmp_path / "v=1").mkdir()
+    (tmp_path / "v=1" / "f.csv").write_text("v,w\n1,a\n1,b\n")
+    assert bridge.read_csv(str(tmp_path)).take_all() == [{"v": 1, "w": "a"}, {"v": 1, "w": "b"}]  # Ray's rule
     (tmp_path / "v=1" / "f.csv").write_text("v\n5\n")
-    with pytest.raises(bridge.SchemaMismatchError, match="'v', which is also a partition directory"):
+    with pytest.raises(bridge.SchemaMismatchError, match="'v' whose values differ from its partition directory"):
         bridge.read_csv(str(tmp_path)).take_all()
     assert bridge.read_csv(str(tmp_path), partitioning=None).take_all() == [{"v": 5}]
+
+
+def test_partition_values_pyarrow_would_not_read_as_int32_stay_strings(tmp_path):
+    for v in ["+5", "7"]:
+        (tmp_path / f"k={v}").mkdir()
+        (tmp_path / f"k={v}" / "f.csv").write_text("x\n1\n")
+    assert sorted(r["k"] for r in bridge.read_csv(str(tmp_path)).take_all()) == ["+5", "7"]
+
+
+def test_schema_of_a_partitioned_read_reads_it_back_exactly(tmp_path):
+    root = _hive_csv_tree(tmp_path / "t")
+    first = bridge.read_csv(root, file_extensions=["csv"])
+    schema = first.schema().set(2, pa.field("year", pa.int64()))  # a user's type for the directory column
+    again = bridge.read_csv(root, file_extensions=["csv"], schema=schema)
+    assert again.schema() == schema
+    assert again.take_all() == first.take_all()
 
 
 def test_partition_filter_reads_only_the_files_it_keeps(tmp_path):
@@ -197,6 +215,36 @@ def test_a_provider_that_repeats_a_name_or_hides_it_writes_nothing(tmp_path):
         ds.write_csv(str(tmp_path / "h"), filename_provider=Hidden())
     with pytest.raises(TypeError, match="needs a FilenameProvider"):
         ds.write_csv(str(tmp_path / "t"), filename_provider="part-{i}.csv")
+
+
+def test_overwrite_with_a_provider_replaces_the_earlier_output_only_once_the_new_one_is_in(tmp_path):
+    out = str(tmp_path / "o")
+    default = bridge.FilenameProvider(file_format="parquet")
+    bridge.range(40, override_num_blocks=4).write_parquet(out, filename_prefix="x")
+    bridge.range(20, override_num_blocks=2).write_parquet(out, filename_provider=default)
+    bridge.range(10, override_num_blocks=2).write_parquet(out, filename_provider=default)  # new write uuid
+    assert len(os.listdir(out)) == 2 and bridge.read_parquet(out).count() == 10  # nothing earlier left
+
+    class FailsOnTask1(bridge.FilenameProvider):
+        def get_filename_for_task(self, write_uuid, task_index):
+            if task_index == 1:
+                raise RuntimeError("no name for task 1")
+            return f"t{task_index}.parquet"
+
+    before = sorted(os.listdir(out))
+    with pytest.raises(bridge.BridgeError, match="no name for task 1"):
+        bridge.range(30, override_num_blocks=3).write_parquet(out, filename_provider=FailsOnTask1())
+    assert sorted(os.listdir(out)) == before  # the earlier output intact, no staged file left
+    assert bridge.read_parquet(out).count() == 10
+
+
+def test_a_provider_from_before_ray_2_5x_with_three_arguments_still_names_files(tmp_path):
+    class Oldest(bridge.FilenameProvider):
+        def get_filename_for_block(self, block, task_index, block_index):
+            return f"oldest-{task_index}.csv"
+
+    paths = bridge.range(4, override_num_blocks=2).write_csv(str(tmp_path), filename_provider=Oldest())
+    assert [os.path.basename(p) for p in paths] == ["oldest-0.csv", "oldest-1.csv"]
 
 
 def test_append_with_a_provider_never_replaces_a_file(tmp_path):

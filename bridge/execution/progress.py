@@ -73,22 +73,23 @@ class ProgressBars:
         return self._overall is not None
 
     def update(self, op: PhysicalOp, rows: int) -> None:
-        bar = self._bars.get(id(op))
-        if bar is None:
+        bar, overall = self._bars.get(id(op)), self._overall  # close() may run on another thread
+        if bar is None or overall is None:
             return
         bar.update(rows)
         if op is self._ops[-1]:
-            self._overall.update(rows)
+            overall.update(rows)
 
     def refresh(self, in_flight: Callable[[], int]) -> None:
         """Update the overall bar's resource figures, at most once per second."""
-        if self._overall is None:
+        overall = self._overall
+        if overall is None:
             return
         now = time.perf_counter()
         if now < self._next_refresh:
             return
         self._next_refresh = now + _RESOURCE_PERIOD_S
-        self._overall.set_postfix_str(resource_summary(in_flight(), self._budget), refresh=True)
+        overall.set_postfix_str(resource_summary(in_flight(), self._budget), refresh=True)
 
     def close(self, finished: bool = True) -> None:
         """Remove the operator bars (last first) and leave the overall bar as a summary line."""

@@ -16,7 +16,10 @@ files instead.  Its names cannot be checked before the tasks run, so each task
 writes a hidden staged file and the driver renames them all once every task
 has finished, after checking that no two tasks got one name and (with
 ``mode="append"``) that no name is taken: a provider that repeats a name fails
-the write and nothing is replaced.
+the write and nothing is replaced.  ``mode="overwrite"`` then removes every
+other data file in the directory, as Ray Data's overwrite does (the provider's
+names cannot tell earlier output from the rest); a failed write removes its
+staged files and leaves the directory as it was.
 """
 
 from __future__ import annotations
@@ -282,15 +285,23 @@ def _overrides(provider: Any, method: str) -> bool:
 def provided_name(provider: Any, write_uuid: str, task_index: int, fmt: str) -> str:
     """The provider's name for a task's file, checked: relative, no ``..``, not hidden."""
     where = f"write_{fmt}(filename_provider={type(provider).__name__})"
+    method = "get_filename_for_task"
     try:
         if _overrides(provider, "get_filename_for_block") and not _overrides(provider, "get_filename_for_task"):
-            name = provider.get_filename_for_block(None, write_uuid, task_index, 0)  # Ray Data before 2.5x
+            import inspect
+
+            method = "get_filename_for_block"  # Ray Data before 2.5x: (block, [write_uuid,] task_index, block_index)
+            if len(inspect.signature(provider.get_filename_for_block).parameters) == 3:
+                name = provider.get_filename_for_block(None, task_index, 0)
+            else:
+                name = provider.get_filename_for_block(None, write_uuid, task_index, 0)
         else:
+            method = "get_filename_for_task"
             name = provider.get_filename_for_task(write_uuid, task_index)
     except Exception as err:
         from bridge.errors import UserCodeError
 
-        msg = f"{where}: get_filename_for_task({write_uuid!r}, {task_index}) raised {type(err).__name__}: {err}"
+        msg = f"{where}: {method}(... task_index={task_index}) raised {type(err).__name__}: {err}"
         raise UserCodeError(msg, "fix the provider; it is called once per write task", operator=where,
                             block_index=task_index, original=err) from err
     parts = name.split("/") if isinstance(name, str) else []
@@ -304,10 +315,27 @@ def provided_name(provider: Any, write_uuid: str, task_index: int, fmt: str) -> 
     return name
 
 
-def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str) -> list[str]:
+def remove_staged(fs: pafs.FileSystem, directory: str, write_uuid: str) -> None:
+    """Delete the staged files of the write ``write_uuid`` under ``directory`` (a task failed)."""
+    suffix = f".{write_uuid}.stage"
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+    except OSError:
+        return
+    for info in infos:
+        if info.type == pafs.FileType.File and info.base_name.endswith(suffix):
+            try:
+                fs.delete_file(info.path)
+            except OSError:
+                pass
+
+
+def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, directory: str) -> list[str]:
     """Rename every staged file to its provided name, after checking that none repeats or (append) exists.
 
-    On a refusal every staged file is deleted and nothing is renamed.
+    On a refusal every staged file is deleted and nothing is renamed.  With ``mode="overwrite"``
+    every other data file under ``directory`` is removed once the new ones are in place (Ray
+    Data's overwrite: a provider's names cannot tell earlier output from anything else).
     """
     paths = result.column("path").to_pylist() if result.num_rows else []
     stages = result.column("staged").to_pylist() if result.num_rows else []
@@ -334,6 +362,11 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str) ->
         raise FileWriteError(*problem)
     for s, p in zip(stages, paths):
         fs.move(s, p)
+    if mode == "overwrite":
+        keep = set(paths)
+        for entry in data_files(fs, directory):
+            if entry.path not in keep:
+                fs.delete_file(entry.path)
     return paths
 
 
@@ -421,7 +454,8 @@ _WRITE_ID = r"\d{8}T\d{9}-[0-9a-f]{6}"
 
 
 def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: str,
-                      fmt: str, recursive: bool = False) -> tuple[pafs.FileSystem, str, bool]:
+                      fmt: str, recursive: bool = False,
+                      remove_earlier: bool = True) -> tuple[pafs.FileSystem, str, bool]:
     """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``.
 
     "Data" is any file a reader would read: files under the directory, at any
@@ -448,7 +482,7 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
             raise DestinationExistsError(msg, 'pass mode="overwrite" to replace our earlier output, or "append"')
         if existing:
             return fs, directory, True
-    if info.type == pafs.FileType.Directory and mode == "overwrite":
+    if info.type == pafs.FileType.Directory and mode == "overwrite" and remove_earlier:
         ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
         for i in fs.get_file_info(pafs.FileSelector(directory, recursive=recursive)):
             if i.type == pafs.FileType.File and ours.match(i.base_name):

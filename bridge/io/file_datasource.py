@@ -106,6 +106,15 @@ class FileDatasource(Datasource):
         self.files = filter_files(files, partition_filter, what)
         self.order = FileOrder(shuffle, what)
         self.hive = hive_columns(partitioning, [f.path for f in self.files], what)
+        schema = getattr(fmt, "schema", None)
+        if self.hive is not None and isinstance(schema, pa.Schema) and dataclasses.is_dataclass(fmt):
+            # schema= of a Dataset read from this layout names the partition columns, which no file
+            # holds: the files are read with the rest, the directories with the types it gives.
+            named = {n: schema.field(n).type for n in self.hive.names if n in schema.names}
+            if named:
+                rest = pa.schema([f for f in schema if f.name not in named], metadata=schema.metadata)
+                self.format = fmt = dataclasses.replace(fmt, schema=rest)
+                self.hive.retype(named)
         if self.hive is not None and include_paths and PATH_COLUMN in self.hive.names:
             msg = f"{what}(include_paths=True): a partition directory is named {PATH_COLUMN!r} (path=...)"
             raise BridgeError(msg, "read with partitioning=None, or without include_paths")

@@ -35,7 +35,7 @@ from bridge.io.paths import FileEntry, PathNotFoundError
 
 #: The directory name a null partition value is written as (Hive, Spark, pyarrow).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-_INT = re.compile(r"^[+-]?[0-9]+$")
+_INT = re.compile(r"^-?[0-9]+$")  # what pyarrow parses as int32 ("+5" stays a string there too)
 _INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -49,9 +49,10 @@ def hive_values(path: str) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for part in posixpath.dirname(path).split("/"):
         key, eq, value = part.partition("=")
-        if eq and key:
+        key = urllib.parse.unquote(key)
+        if eq and key and key not in out:  # a key given twice: the first, as pyarrow reads it
             decoded = urllib.parse.unquote(value)
-            out[urllib.parse.unquote(key)] = None if decoded == HIVE_NULL else decoded
+            out[key] = None if decoded == HIVE_NULL else decoded
     return out
 
 
@@ -183,21 +184,26 @@ class HiveColumns:
         """``table`` with the partition columns of ``path`` after its own (only ``columns``, if given)."""
         return self.add_per_row(table, [path] * table.num_rows, columns, path)
 
+    def retype(self, types: dict[str, pa.DataType]) -> None:
+        """Read these partition columns as these types (``schema=`` names them)."""
+        self.schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in self.schema])
+
     def add_per_row(self, table: pa.Table, paths: list[str], columns: list[str] | None = None,
                     shown: str | None = None) -> pa.Table:
-        """``table`` with the partition columns of each row's file (``paths[i]`` for row ``i``)."""
-        clash = [n for n in self.schema.names if n in table.column_names]
-        if clash:
-            where = shown if shown is not None else (paths[0] if paths else "?")
-            msg = f"{self.what}: file {where!r} has a column {clash[0]!r}, which is also a partition directory " \
-                  f"({clash[0]}=...) in its path"
-            raise SchemaMismatchError(msg, "rename the column or the directory, or read with partitioning=None")
+        """``table`` with the partition columns of each row's file (``paths[i]`` for row ``i``).
+
+        A file may hold a column named like a partition directory when its values are the
+        directory's (Ray Data's rule): the file's column is kept; other values raise.
+        """
+        skip = {n for n in self.schema.names if n in table.column_names}
+        for name in skip:
+            self._check_same(table.column(name), name, paths, shown)
         parse = pds.HivePartitioning(self.schema).parse
         values: dict[str, dict[str, Any]] = {}
         for path in dict.fromkeys(paths):
             values[path] = pds.get_partition_keys(parse(path))
         for field in self.schema:
-            if columns is not None and field.name not in columns:
+            if (columns is not None and field.name not in columns) or field.name in skip:
                 continue
             if len(values) == 1:
                 scalar = pa.scalar(next(iter(values.values())).get(field.name), field.type)
@@ -207,11 +213,28 @@ class HiveColumns:
             table = table.append_column(field, column)
         return table
 
+    def _check_same(self, column: pa.ChunkedArray, name: str, paths: list[str], shown: str | None) -> None:
+        import pyarrow.compute as pc
+
+        raw = [hive_values(p).get(name) for p in paths]
+        try:
+            text = pc.cast(column, pa.string()).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            text = None
+        if text is not None and all(t == r for t, r in zip(text, raw)):
+            return
+        where = shown if shown is not None else (paths[0] if paths else "?")
+        msg = f"{self.what}: file {where!r} has a column {name!r} whose values differ from its partition " \
+              f"directory ({name}={raw[0] if raw else '?'}) in the path"
+        raise SchemaMismatchError(msg, "rename the column or the directory, or read with partitioning=None")
+
 
 def hive_columns(partitioning: Any, paths: list[str], what: str) -> HiveColumns | None:
     """The partition columns for ``partitioning`` (``"hive"`` or ``None``) over ``paths``."""
     if partitioning is None:
         return None
+    if isinstance(partitioning, pds.PartitioningFactory) and partitioning.type_name == "hive":
+        partitioning = "hive"  # pds.partitioning(flavor="hive"): discover, as for "hive"
     if isinstance(partitioning, pds.HivePartitioning):
         cols = HiveColumns(paths, what, partitioning.schema)
         return cols if cols else None

@@ -68,6 +68,7 @@ class WriteMethods:
             commit_staged,
             new_write_id,
             prepare_directory,
+            remove_staged,
         )
 
         if min_rows_per_file is not None and (isinstance(min_rows_per_file, bool)
@@ -87,8 +88,10 @@ class WriteMethods:
                                        "write_uuid, task_index)")
         if partition_cols:
             check_partition_cols(list(partition_cols), self.schema(), fmt)  # type: ignore[attr-defined]
+        # With a provider, overwrite removes the earlier files only once the new ones are committed.
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
-                                                recursive=bool(partition_cols))
+                                                recursive=bool(partition_cols),
+                                                remove_earlier=filename_provider is None)
         if skip:
             return []
         write_id = new_write_id() if mode == "append" else None
@@ -100,9 +103,15 @@ class WriteMethods:
         # rows (a block is never split; the last file may hold fewer), as Ray Data does.
         ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {},  # type: ignore[attr-defined]
                             min_rows=min_rows_per_file, bundle_after_read=True)
-        result = ds.to_arrow()
-        if filename_provider is not None:
-            return commit_staged(fs, result, mode, fmt)
+        if filename_provider is None:
+            result = ds.to_arrow()
+        else:
+            try:
+                result = ds.to_arrow()
+            except BaseException:
+                remove_staged(fs, directory, writer.provider_uuid)
+                raise
+            return commit_staged(fs, result, mode, fmt, directory)
         return [p for p in result.column("path").to_pylist()] if result.num_rows else []
 
     def write_parquet(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
