@@ -315,19 +315,32 @@ def provided_name(provider: Any, write_uuid: str, task_index: int, fmt: str) -> 
     return name
 
 
-def remove_staged(fs: pafs.FileSystem, directory: str, write_uuid: str) -> None:
-    """Delete the staged files of the write ``write_uuid`` under ``directory`` (a task failed)."""
-    suffix = f".{write_uuid}.stage"
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
-    except OSError:
-        return
-    for info in infos:
-        if info.type == pafs.FileType.File and info.base_name.endswith(suffix):
+def remove_staged(fs: pafs.FileSystem, directory: str, write_uuid: str, settle_s: float = 10.0) -> None:
+    """Delete the staged files of the write ``write_uuid`` under ``directory`` (a task failed).
+
+    A sibling task being cancelled may still be writing its file (or its ``.tmp``) when this
+    runs: the directory is swept every 0.25 s for at least a second and until two sweeps in a
+    row find nothing (``settle_s`` at most).
+    """
+    marker = f".{write_uuid}.stage"
+    start = time.monotonic()
+    empty = 0
+    while True:
+        try:
+            infos = fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+        except OSError:
+            return
+        found = [i for i in infos if i.type == pafs.FileType.File and marker in i.base_name]
+        for info in found:
             try:
                 fs.delete_file(info.path)
             except OSError:
                 pass
+        empty = 0 if found else empty + 1
+        elapsed = time.monotonic() - start
+        if (empty >= 2 and elapsed >= 1.0) or elapsed > settle_s:
+            return
+        time.sleep(0.25)
 
 
 def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, directory: str) -> list[str]:
