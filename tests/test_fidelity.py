@@ -132,14 +132,16 @@ def _forget_conversion_warnings() -> None:
     training_columns._warned_time_like.clear()
 
 
-def _torch_roundtrip(t: pa.Table) -> pa.Table:
-    pytest.importorskip("torch")
+def _training_roundtrip(t: pa.Table, package: str, column: Callable[[list[Any], pa.DataType], pa.Array]) -> pa.Table:
+    """The batches a training framework's iterator hands over (one pass), each column back in Arrow."""
+    pytest.importorskip(package)
     _forget_conversion_warnings()
-    batches = list(bridge.from_arrow(t).iter_torch_batches(batch_size=None))
+    ds = bridge.from_arrow(t)
+    it = ds.iter_torch_batches if package == "torch" else ds.iter_tf_batches
+    batches = list(it(batch_size=None))
     if not batches:  # no rows: nothing was handed over, nothing could change
         return t.slice(0, 0)
-    return pa.table({name: _torch_column([b[name] for b in batches], t.schema.field(name).type)
-                     for name in t.column_names})
+    return pa.table({name: column([b[name] for b in batches], t.schema.field(name).type) for name in t.column_names})
 
 
 def _tf_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
@@ -164,16 +166,6 @@ def _tf_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
     return pa.array(arr)
 
 
-def _tf_roundtrip(t: pa.Table) -> pa.Table:
-    pytest.importorskip("tensorflow")
-    _forget_conversion_warnings()
-    batches = list(bridge.from_arrow(t).iter_tf_batches(batch_size=None))
-    if not batches:  # no rows: nothing was handed over, nothing could change
-        return t.slice(0, 0)
-    return pa.table({name: _tf_column([b[name] for b in batches], t.schema.field(name).type)
-                     for name in t.column_names})
-
-
 def _capsule_roundtrip(t: pa.Table) -> pa.Table:
     ds = bridge.from_arrow(t)
     return bridge.from_arrow(pa.RecordBatchReader.from_stream(ds)).to_arrow()
@@ -194,8 +186,8 @@ PATHS: dict[str, Callable[..., pa.Table]] = {
     "polars": lambda t, _tmp: _polars_roundtrip(t),
     "csv": _csv_roundtrip,
     "json": _json_roundtrip,
-    "torch": lambda t, _tmp: _torch_roundtrip(t),
-    "tf": lambda t, _tmp: _tf_roundtrip(t),
+    "torch": lambda t, _tmp: _training_roundtrip(t, "torch", _torch_column),
+    "tf": lambda t, _tmp: _training_roundtrip(t, "tensorflow", _tf_column),
 }
 
 #: Columns that training formats hand over as int64 counts of their unit, with a warning naming the column.

@@ -259,3 +259,15 @@ def test_append_with_a_provider_never_replaces_a_file(tmp_path):
     # overwrite replaces files of the same name
     bridge.range(5, override_num_blocks=2).write_parquet(out, filename_provider=_TaskNames())
     assert bridge.read_parquet(out).count() == 5
+
+
+def test_read_images_labels_each_image_from_its_directory(tmp_path):
+    pil = pytest.importorskip("PIL.Image")
+    import numpy as np
+
+    for label, shade in [("cat", 10), ("dog", 200)]:
+        (tmp_path / f"label={label}").mkdir()
+        for i in range(2):
+            pil.fromarray(np.full((4, 4), shade + i, np.uint8)).save(tmp_path / f"label={label}" / f"{i}.png")
+    rows = bridge.read_images(str(tmp_path), partitioning="hive", override_num_blocks=1).take_all()
+    assert [(r["label"], int(r["image"][0, 0])) for r in rows] == [("cat", 10), ("cat", 11), ("dog", 200), ("dog", 201)]

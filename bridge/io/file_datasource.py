@@ -67,7 +67,7 @@ class FileFormat:
                                              "in the read options (e.g. read_options=pyarrow.csv.ReadOptions("
                                              "column_names=[...], skip_rows=1))")
                 if hive is not None:
-                    table = hive.add(table, entry.path, None)
+                    table = hive.add(table, entry.path)
                 yield with_path_column(table, entry.path) if include_paths else table
 
 

@@ -180,53 +180,57 @@ class HiveColumns:
     def names(self) -> list[str]:
         return list(self.schema.names)
 
-    def add(self, table: pa.Table, path: str, columns: list[str] | None = None) -> pa.Table:
-        """``table`` with the partition columns of ``path`` after its own (only ``columns``, if given)."""
-        return self.add_per_row(table, [path] * table.num_rows, columns, path)
+    def add(self, table: pa.Table, path: str) -> pa.Table:
+        """``table`` (all rows from the file ``path``) with its partition columns after its own."""
+        return self._append(table, [(path, table.num_rows)])
+
+    def add_per_row(self, table: pa.Table, paths: list[str]) -> pa.Table:
+        """``table`` with the partition columns of each row's file (``paths[i]`` for row ``i``)."""
+        return self._append(table, [(p, 1) for p in paths])
 
     def retype(self, types: dict[str, pa.DataType]) -> None:
         """Read these partition columns as these types (``schema=`` names them)."""
         self.schema = pa.schema([pa.field(f.name, types.get(f.name, f.type)) for f in self.schema])
 
-    def add_per_row(self, table: pa.Table, paths: list[str], columns: list[str] | None = None,
-                    shown: str | None = None) -> pa.Table:
-        """``table`` with the partition columns of each row's file (``paths[i]`` for row ``i``).
+    def _append(self, table: pa.Table, runs: list[tuple[str, int]]) -> pa.Table:
+        """The partition columns for ``runs`` of ``(file, rows)``, built in Arrow (a repeat per run).
 
         A file may hold a column named like a partition directory when its values are the
         directory's (Ray Data's rule): the file's column is kept; other values raise.
         """
-        skip = {n for n in self.schema.names if n in table.column_names}
-        for name in skip:
-            self._check_same(table.column(name), name, paths, shown)
         parse = pds.HivePartitioning(self.schema).parse
-        values: dict[str, dict[str, Any]] = {}
-        for path in dict.fromkeys(paths):
-            values[path] = pds.get_partition_keys(parse(path))
+        typed = {path: pds.get_partition_keys(parse(path)) for path, _ in runs}
         for field in self.schema:
-            if (columns is not None and field.name not in columns) or field.name in skip:
+            if field.name in table.column_names:
+                raw = [(hive_values(path).get(field.name), n) for path, n in runs]
+                self._check_same(table.column(field.name), field.name, raw, runs[0][0] if runs else "?")
                 continue
-            if len(values) == 1:
-                scalar = pa.scalar(next(iter(values.values())).get(field.name), field.type)
-                column = pa.repeat(scalar, table.num_rows)
-            else:
-                column = pa.array([values[p].get(field.name) for p in paths], field.type)
-            table = table.append_column(field, column)
+            table = table.append_column(field, _repeats([(typed[p].get(field.name), n) for p, n in runs], field.type))
         return table
 
-    def _check_same(self, column: pa.ChunkedArray, name: str, paths: list[str], shown: str | None) -> None:
+    def _check_same(self, column: pa.ChunkedArray, name: str, raw: list[tuple[str | None, int]], shown: str) -> None:
         import pyarrow.compute as pc
 
-        raw = [hive_values(p).get(name) for p in paths]
         try:
-            text = pc.cast(column, pa.string()).to_pylist()
+            text = pc.cast(column, pa.string())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             text = None
-        if text is not None and all(t == r for t, r in zip(text, raw)):
-            return
-        where = shown if shown is not None else (paths[0] if paths else "?")
-        msg = f"{self.what}: file {where!r} has a column {name!r} whose values differ from its partition " \
-              f"directory ({name}={raw[0] if raw else '?'}) in the path"
+        if text is not None:
+            expected = _repeats(raw, pa.string())
+            same = pc.or_kleene(pc.equal(text, expected), pc.and_(pc.is_null(text), pc.is_null(expected)))
+            if pc.all(pc.fill_null(same, False)).as_py() is not False:
+                return
+        msg = f"{self.what}: file {shown!r} has a column {name!r} whose values differ from its partition " \
+              f"directory ({name}={raw[0][0] if raw else '?'}) in the path"
         raise SchemaMismatchError(msg, "rename the column or the directory, or read with partitioning=None")
+
+
+def _repeats(runs: list[tuple[Any, int]], type_: pa.DataType) -> pa.Array:
+    """``value`` repeated ``n`` times for each ``(value, n)``, one array (no Python object per row)."""
+    parts = [pa.repeat(pa.scalar(v, type_), n) for v, n in runs]
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_arrays(parts) if parts else pa.array([], type_)
 
 
 def hive_columns(partitioning: Any, paths: list[str], what: str) -> HiveColumns | None:
