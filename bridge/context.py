@@ -64,6 +64,15 @@ class DataContext:
     #: raises ``InsufficientMemoryError``; ``None``: half the memory available when it starts.
     driver_memory_budget: int | None = None
 
+    #: Where the pieces of a shuffle or sort wait for their reducer: ``"object_store"`` (Ray
+    #: tasks; pieces spill when the store is full), ``"actor_memory"`` (one holder actor per CPU
+    #: copies them into its memory as they arrive; only the output goes to the store), or
+    #: ``"auto"``: the store while the input fits in half of it, else the holders while it fits
+    #: in ``shuffle_memory_budget``.
+    shuffle_exchange: str = "auto"
+    #: Bytes the shuffle holders may take together; ``None``: half the cluster's ``memory`` resource.
+    shuffle_memory_budget: int | None = None
+
     _local: ClassVar[threading.local] = threading.local()
     _global: ClassVar[DataContext | None] = None
     _lock: ClassVar[threading.Lock] = threading.Lock()

@@ -22,6 +22,7 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import BlockTransform, TaskContext
 from bridge.ops import exchange
+from bridge.ops.held_exchange import run_exchange
 
 
 def _rng(seed: int, index: int, stage: int) -> np.random.Generator:
@@ -58,9 +59,7 @@ def random_shuffle_fn(seed: int | None, num_blocks: int | None) -> Any:
             return [RefBundle(refs, metas)] if refs else []
         this_seed = _fresh_seed() if seed is None else int(seed)
         n_out = exchange.num_partitions(metas, num_blocks)
-        pieces = exchange.run_map(_shuffle_map, refs, n_out, ctx, n_out, this_seed)
-        del refs
-        return exchange.run_reduce(_shuffle_reduce, pieces, ctx, this_seed)
+        return run_exchange(_shuffle_map, (n_out, this_seed), _shuffle_reduce, (this_seed,), refs, metas, n_out, ctx)
 
     return run
 

@@ -22,6 +22,7 @@ from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
 from bridge.ops import exchange
 from bridge.ops.exchange import SortKeys
+from bridge.ops.held_exchange import run_exchange
 
 
 def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> SortKeys:
@@ -97,8 +98,7 @@ def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None
         else:
             bounds = exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas))
             n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_sort_map, refs, n_out, ctx, bounds, sort_keys, n_out, boundaries is not None)
-        del refs
-        return exchange.run_reduce(_sort_reduce, pieces, ctx, sort_keys)
+        map_args = (bounds, sort_keys, n_out, boundaries is not None)
+        return run_exchange(_sort_map, map_args, _sort_reduce, (sort_keys,), refs, metas, n_out, ctx)
 
     return run

@@ -69,6 +69,9 @@ def summarize(bench, runs: dict[str, list[dict]]) -> dict:
             "peak_rss": max((r.get("peak_rss", 0) for r in results), default=0),
             "peak_store": max((r.get("peak_store", 0) for r in results), default=0),
         }
+        spills = [r["spilled_per_call"] for r in results if "spilled_per_call" in r]
+        if spills:
+            entry["spilled_per_call"] = statistics.median(spills)
         if errors:
             entry["error"] = errors[0].splitlines()[0][:300]
         rows[name] = entry

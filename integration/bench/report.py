@@ -41,7 +41,7 @@ def _fmt(v: float | None, unit: str) -> str:
     return f"{v:.1f} {unit}"
 
 
-def _mib(n: int) -> str:
+def _mib(n: float) -> str:
     return f"{n / 2**20:,.0f}" if n else "—"
 
 
@@ -57,11 +57,12 @@ def write_report(results: dict, meta: dict, path: Path, chart: Path) -> str:
         "",
         "*Speedup* is how many times better raybridge is than the peer (throughput ratio, or time ratio for "
         "seconds): above 1 means raybridge wins. Peak RSS is the private memory of the whole process tree "
-        "(driver, Ray workers, JVMs); peak store is the object store in use.",
+        "(driver, Ray workers, JVMs); peak store is the object store in use; spilled is what the object store "
+        "wrote to disk per measured call (median over processes).",
         "",
         "| benchmark | contender | median | spread (min–max) | speedup (raybridge vs) | goal | peak RSS MiB "
-        "| peak store MiB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| peak store MiB | spilled MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     chart_rows = []
     for name, res in results.items():
@@ -79,7 +80,8 @@ def write_report(results: dict, meta: dict, path: Path, chart: Path) -> str:
             goal = res["goals"].get(contender)
             goal_s = f"≥ {goal}x {'✅' if row.get('speedup', 0) >= goal else '❌'}" if goal else ""
             lines.append(f"| {title if first else ''} | {contender} | {median} | {spread} | {speed} | {goal_s} | "
-                         f"{_mib(row.get('peak_rss', 0))} | {_mib(row.get('peak_store', 0))} |")
+                         f"{_mib(row.get('peak_rss', 0))} | {_mib(row.get('peak_store', 0))} | "
+                         f"{_mib(row.get('spilled_per_call', 0))} |")
             first = False
             if "speedup" in row:
                 chart_rows.append((f"{name}\nvs {contender}", row["speedup"]))

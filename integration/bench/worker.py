@@ -74,6 +74,18 @@ def _store_used() -> int:
         return 0
 
 
+def _spilled_bytes() -> int:
+    """Bytes the cluster's object stores have spilled to disk since they started."""
+    try:
+        import ray
+        from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+
+        reply = get_memory_info_reply(get_state_from_address(ray.get_runtime_context().gcs_address))
+        return int(reply.store_stats.spilled_bytes_total)
+    except Exception:  # noqa: BLE001 - sampling must never break a run
+        return 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("benchmark")
@@ -103,9 +115,15 @@ def main() -> None:
         run = bench.contenders[args.contender](args.scale)
         sampler = PeakSampler().start()
         figures = []
-        for _ in range(args.calls):
+        spilled = None
+        for call in range(args.calls):
             figures.append(float(run()))
+            if call == 0:
+                spilled = _spilled_bytes() if bench.needs_ray else None
         out["figures"] = figures
+        if spilled is not None and args.calls > 1:
+            # Bytes the object store wrote to disk per measured call (the warm-up excluded).
+            out["spilled_per_call"] = (_spilled_bytes() - spilled) / (args.calls - 1)
     except Exception as err:  # noqa: BLE001 - reported, not raised: other contenders still run
         out["error"] = f"{type(err).__name__}: {err}"
         out["traceback"] = traceback.format_exc()[-4000:]

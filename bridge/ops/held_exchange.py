@@ -1,0 +1,229 @@
+"""An exchange whose pieces wait in the reducers' memory instead of the object store.
+
+The task exchange (:func:`bridge.ops.exchange.run_map` / ``run_reduce``) keeps every
+map piece in the object store until its reducer runs.  When the data is larger than
+the store, the store writes those pieces to disk and reads them back, on top of the
+output it must spill anyway, and the cost grows with the number of pieces (blocks x
+partitions).
+
+Here the reducers are *holders*, one actor per CPU (at most :data:`MAX_HOLDERS`),
+each owning a contiguous range of output partitions.  A map task takes a few
+consecutive blocks, cuts each exactly as in the task exchange and sends each holder
+the rows of its partitions in one table; the holder copies them into its own memory
+at once, so a piece sits in the store only while it travels (the driver keeps a
+bounded number of map tasks in flight).  When every map task has finished,
+each holder builds its partitions with the same reduce function, so only the output
+goes to the store.  With the same seeds the output is the same, row for row, as the
+task exchange's: pieces are kept by map index and concatenated in that order.
+
+:func:`run_exchange` picks: the task exchange while the data fits comfortably in
+the object store (it is faster there, and it can be rebuilt by lineage), the holders
+when it does not but fits in the holders' memory budget, the task exchange again
+(spilling) when it fits in neither.  ``DataContext.shuffle_exchange`` forces one.
+If a holder dies while rows arrive, the exchange runs again through the object store,
+with a warning; if one dies while building its output, the error says what to change.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import ray
+
+from bridge.block import Block, BlockMetadata, Timer
+from bridge.context import DataContext
+from bridge.execution.bundle import RefBundle
+from bridge.ops import exchange
+
+#: Holders per exchange at most (each is a process holding its share of the data).
+MAX_HOLDERS = 32
+
+#: The task exchange is used while the input takes at most this fraction of the object store.
+STORE_FRACTION = 0.5
+
+#: Default memory the holders may take together, as a fraction of the cluster's ``memory`` resource.
+MEMORY_FRACTION = 0.5
+
+#: Bytes of input one map task takes at least / at most (consecutive blocks are grouped).
+MIN_TASK_BYTES = 8 * 1024**2
+MAX_TASK_BYTES = 128 * 1024**2
+
+EXCHANGES = ("auto", "object_store", "actor_memory")
+
+
+def _to_heap(block: Block) -> Block:
+    """A copy of ``block`` in this process's memory (one memcpy through the Arrow IPC stream format).
+
+    Blocks handed to a Ray worker are read in place from the object store; holding one
+    would pin its object there.  The stream format keeps every type, extension types,
+    per-chunk dictionaries and schema metadata, and writes only a slice's own rows.
+    """
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, block.schema) as writer:
+        writer.write_table(block)
+    return pa.ipc.open_stream(sink.getvalue()).read_all()
+
+
+@ray.remote(num_cpus=0)
+class _Holder:
+    """Holds the pieces of a contiguous range of output partitions, then reduces each one."""
+
+    def __init__(self, partitions: list[int]) -> None:
+        self._partitions = partitions
+        self._held: dict[int, dict[int, Block]] = {j: {} for j in partitions}
+
+    def add(self, piece: Block, runs: list[tuple[int, list[int]]]) -> int:
+        """Keep rows of map tasks: for each ``(index, counts)`` in ``runs``, in order, ``counts[k]``
+        rows of partition ``partitions[k]`` from the block with that index."""
+        piece = _to_heap(piece)
+        offset = 0
+        for index, counts in runs:
+            for j, n in zip(self._partitions, counts):
+                # A retried map task sends the same rows again: keyed by block index, they replace.
+                self._held[j][index] = piece.slice(offset, n)
+                offset += n
+        return piece.num_rows
+
+    def reduce(self, j: int, reduce_fn: Callable[..., Block], args: Any) -> tuple[Block, BlockMetadata]:
+        held = self._held.pop(j)
+        pieces = [held[i] for i in sorted(held)]
+        del held
+        with Timer() as timer:
+            out = reduce_fn(pieces, j, *args)
+        return out, BlockMetadata.of(out, exec_stats=timer.stats())
+
+
+@ray.remote
+def _held_map_task(map_fn: Callable[..., list[Block]], n_out: int, indices: list[int], holders: list[Any],
+                   spans: list[tuple[int, int]], args: tuple[Any, ...], *blocks: Block) -> int:
+    tables: list[list[Block]] = [[] for _ in holders]
+    runs: list[list[tuple[int, list[int]]]] = [[] for _ in holders]
+    for index, block in zip(indices, blocks):
+        pieces = map_fn(block, index, *args)
+        assert len(pieces) == n_out, (len(pieces), n_out)
+        for h, (lo, hi) in enumerate(spans):
+            tables[h] += pieces[lo:hi]
+            runs[h].append((index, [p.num_rows for p in pieces[lo:hi]]))
+    del blocks
+    # Slices of one table per block (exchange.split_by_partition): concatenating copies nothing.
+    acks = [holder.add.remote(pa.concat_tables(t), r) for holder, t, r in zip(holders, tables, runs)]
+    return sum(ray.get(acks))
+
+
+def _groups(metas: Sequence[BlockMetadata], target: int) -> list[list[int]]:
+    """Consecutive block indices in groups of about ``target`` bytes (one map task each)."""
+    groups: list[list[int]] = []
+    size = 0
+    for i, m in enumerate(metas):
+        if not groups or size + m.size_bytes > target:
+            groups.append([])
+            size = 0
+        groups[-1].append(i)
+        size += m.size_bytes
+    return groups
+
+
+def _holder_spans(n_out: int, n_holders: int) -> list[tuple[int, int]]:
+    return [(h * n_out // n_holders, (h + 1) * n_out // n_holders) for h in range(n_holders)]
+
+
+def _use_holders(metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext) -> bool:
+    mode = ctx.shuffle_exchange
+    if mode not in EXCHANGES:
+        raise ValueError(f"DataContext.shuffle_exchange must be one of {EXCHANGES}, got {mode!r}")
+    if mode != "auto":
+        return mode == "actor_memory" and n_out > 1
+    if n_out <= 1:
+        return False
+    from bridge._ray import object_store_capacity
+
+    total = sum(m.size_bytes for m in metas)
+    if total <= STORE_FRACTION * object_store_capacity():
+        return False
+    budget = ctx.shuffle_memory_budget
+    if budget is None:
+        budget = int(MEMORY_FRACTION * ray.cluster_resources().get("memory", 0))
+    return total <= budget
+
+
+def run_exchange(
+    map_fn: Callable[..., list[Block]], map_args: tuple[Any, ...],
+    reduce_fn: Callable[..., Block], reduce_args: tuple[Any, ...],
+    refs: list[ray.ObjectRef], metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext,
+) -> list[RefBundle]:
+    """Map every block into ``n_out`` pieces and reduce each partition, through holders or the store.
+
+    ``map_fn(block, index, *map_args) -> n_out pieces`` and ``reduce_fn(pieces, j, *reduce_args)``
+    are the task exchange's functions.  Clears ``refs`` once nothing needs them: the holders'
+    exchange keeps them until every map task has finished (a holder that dies before then
+    makes the exchange run again through the store; one that dies after raises).
+    """
+    if _use_holders(metas, n_out, ctx):
+        try:
+            return _run_held(map_fn, map_args, reduce_fn, reduce_args, refs, metas, n_out, ctx)
+        except ray.exceptions.RayActorError as err:
+            if not refs:  # a holder died after the inputs were let go: its rows are gone
+                from bridge.errors import BridgeError
+
+                raise BridgeError(
+                    f"a shuffle holder died while building its output ({type(err).__name__}: {err})",
+                    "give the cluster more memory, lower DataContext.shuffle_memory_budget, or set "
+                    "DataContext.shuffle_exchange = 'object_store' (slower, spills, rebuilt by lineage)",
+                ) from err
+            warnings.warn(
+                f"a shuffle holder died ({type(err).__name__}); running the exchange again through the "
+                "object store (it may spill). Hint: give the cluster more memory or lower "
+                "DataContext.shuffle_memory_budget", RuntimeWarning, stacklevel=2)
+    pieces = exchange.run_map(map_fn, refs, n_out, ctx, *map_args)
+    refs.clear()
+    return exchange.run_reduce(reduce_fn, pieces, ctx, *reduce_args)
+
+
+def _run_held(
+    map_fn: Callable[..., list[Block]], map_args: tuple[Any, ...],
+    reduce_fn: Callable[..., Block], reduce_args: tuple[Any, ...],
+    refs: list[ray.ObjectRef], metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext,
+) -> list[RefBundle]:
+    from bridge._ray import cluster_cpus, object_store_capacity
+
+    n_holders = max(1, min(n_out, cluster_cpus(), MAX_HOLDERS))
+    spans = _holder_spans(n_out, n_holders)
+    holder_cls: Any = _Holder  # a Ray actor class (mypy sees the plain class)
+    holders = [holder_cls.options(scheduling_strategy="SPREAD").remote(list(range(lo, hi))) for lo, hi in spans]
+    task = _held_map_task.options(max_retries=ctx.max_task_retries)
+    # Fewer, larger map tasks (a few blocks each, several tasks per CPU), and a bounded number
+    # in flight, so that pieces travelling to the holders stay in memory.
+    total = sum(m.size_bytes for m in metas)
+    target = max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, total // (4 * cluster_cpus())))
+    budget = max(1, int(object_store_capacity() * 0.25))
+    cpus = cluster_cpus()
+    max_tasks = max(2, 2 * cpus)
+    pending: dict[ray.ObjectRef, int] = {}
+    outs: list[tuple[ray.ObjectRef, ray.ObjectRef]] = []
+    try:
+        in_flight = 0
+        for group in _groups(metas, target):
+            size = sum(metas[i].size_bytes for i in group)
+            # One task per CPU runs whatever its size; more only while their bytes fit the budget.
+            while len(pending) >= max_tasks or (len(pending) >= cpus and in_flight + size > budget):
+                done, _ = ray.wait(list(pending), num_returns=1)
+                exchange.get_all(done)
+                in_flight -= pending.pop(done[0])
+            pending[task.remote(map_fn, n_out, group, holders, spans, map_args, *[refs[i] for i in group])] = size
+            in_flight += size
+        exchange.get_all(list(pending))
+        pending.clear()
+        refs.clear()  # every row is with the holders now; the inputs may go
+        for h, (lo, hi) in enumerate(spans):
+            reduce = holders[h].reduce.options(num_returns=2)
+            outs += [reduce.remote(j, reduce_fn, reduce_args) for j in range(lo, hi)]
+        out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
+        return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
+    finally:
+        for ref in pending:
+            ray.cancel(ref)
+        for holder in holders:
+            ray.kill(holder)

@@ -1,0 +1,143 @@
+"""The shuffle exchange through holder actors' memory (bridge/ops/held_exchange.py).
+
+Forced with ``DataContext.shuffle_exchange = "actor_memory"`` on small data; the output
+must be the same, row for row and type for type, as the object-store exchange's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pyarrow as pa
+import pytest
+import ray
+import ray._private.state
+
+import bridge
+from bridge.block import BlockMetadata
+from bridge.errors import BridgeError, SchemaMismatchError
+from bridge.ops import held_exchange
+from bridge.ops.shuffle import _shuffle_map, _shuffle_reduce
+from tests import fidelity_data
+
+
+@pytest.fixture
+def exchange_mode():
+    ctx = bridge.DataContext.get_current()
+    before = ctx.shuffle_exchange, ctx.shuffle_memory_budget
+    yield ctx
+    ctx.shuffle_exchange, ctx.shuffle_memory_budget = before
+
+
+def _holders() -> list[dict]:
+    return [a for a in ray._private.state.actors().values() if a.get("ActorClassName") == "_Holder"]
+
+
+def _bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+def _both(ds_fn, ctx) -> tuple[pa.Table, pa.Table]:
+    ctx.shuffle_exchange = "object_store"
+    store = ds_fn().to_arrow()
+    ctx.shuffle_exchange = "actor_memory"
+    before = len(_holders())
+    held = ds_fn().to_arrow()
+    assert len(_holders()) > before, "the exchange did not go through holders"
+    return store, held
+
+
+@pytest.mark.parametrize("variant", ["plain", "nulls"])
+def test_holders_give_the_store_exchange_rows_in_the_same_order_for_every_type(exchange_mode, variant):
+    table = fidelity_data.table(variant)
+    ds = bridge.from_arrow([table] * 6)
+    store, held = _both(lambda: ds.random_shuffle(seed=11, num_blocks=4), exchange_mode)
+    assert held.schema == store.schema == table.schema
+    assert _bytes(held) == _bytes(store)  # NaN-aware: equals() says NaN != NaN
+    assert held.num_rows == 6 * table.num_rows
+
+
+def test_holders_sort_like_the_store_exchange(exchange_mode):
+    ds = bridge.range(20_000, override_num_blocks=7).map_batches(
+        lambda b: {"k": (b["id"] * 7919) % 1000, "s": b["id"].astype(str)})
+    store, held = _both(lambda: ds.sort("k", boundaries=[100, 500, 900]), exchange_mode)
+    assert held.equals(store)
+    assert held.column("k").to_pylist() == sorted(held.column("k").to_pylist())
+
+
+def test_holders_keep_every_row_once_and_are_gone_after(exchange_mode):
+    exchange_mode.shuffle_exchange = "actor_memory"
+    out = bridge.range(50_000, override_num_blocks=9).random_shuffle(num_blocks=5).materialize()
+    ids = sorted(r["id"] for r in out.iter_rows())
+    assert ids == list(range(50_000))
+    assert out.num_blocks() == 5
+    assert all(a["State"] == "DEAD" for a in _holders())
+
+
+def test_holders_raise_the_stores_error_and_leave_no_actor(exchange_mode):
+    exchange_mode.shuffle_exchange = "actor_memory"
+    ds = bridge.from_arrow([pa.table({"x": list(range(1000))}), pa.table({"x": [str(i) for i in range(1000)]})])
+    with pytest.raises(SchemaMismatchError, match="x: int64 vs x: string"):
+        ds.random_shuffle(num_blocks=4).materialize()
+    assert all(a["State"] == "DEAD" for a in _holders())
+
+
+def _refs_and_metas(rows: int, blocks: int) -> tuple[list, list]:
+    bundles = list(bridge.range(rows, override_num_blocks=blocks).materialize().iter_internal_ref_bundles())
+    return [r for b in bundles for r in b.refs], [m for b in bundles for m in b.metas]
+
+
+def test_a_holder_dying_while_rows_arrive_reruns_the_exchange_through_the_store(exchange_mode):
+    def map_then_kill_the_holders(block, index, n_out, seed):
+        if index == 3:  # as if the kernel killed them for memory
+            for actor in ray._private.state.actors().values():
+                if actor.get("ActorClassName") == "_Holder" and actor["State"] == "ALIVE":
+                    os.kill(actor["Pid"], signal.SIGKILL)
+        return _shuffle_map(block, index, n_out, seed)
+
+    refs, metas = _refs_and_metas(30_000, 6)
+    exchange_mode.shuffle_exchange = "actor_memory"
+    with pytest.warns(RuntimeWarning, match="shuffle holder died"):
+        out = held_exchange.run_exchange(map_then_kill_the_holders, (3, 5), _shuffle_reduce, (5,), refs, metas, 3,
+                                         exchange_mode)
+    ids = sorted(i for b in out for r in b.refs for i in ray.get(r).column("id").to_pylist())
+    assert ids == list(range(30_000))
+    assert refs == []
+
+
+def test_a_holder_dying_while_building_its_output_raises_with_a_hint(exchange_mode):
+    def reduce_or_die(pieces, index, seed):
+        if ray.get_runtime_context().get_actor_id() is not None:
+            os._exit(1)
+        return _shuffle_reduce(pieces, index, seed)
+
+    refs, metas = _refs_and_metas(30_000, 6)
+    exchange_mode.shuffle_exchange = "actor_memory"
+    with pytest.raises(BridgeError, match="holder died while building its output") as info:
+        held_exchange.run_exchange(_shuffle_map, (3, 5), reduce_or_die, (5,), refs, metas, 3, exchange_mode)
+    assert "shuffle_exchange = 'object_store'" in str(info.value)
+    assert all(a["State"] == "DEAD" for a in _holders())
+
+
+def test_auto_uses_holders_when_the_input_outgrows_half_the_store_and_fits_the_budget(exchange_mode):
+    store = bridge._ray.object_store_capacity()
+    exchange_mode.shuffle_exchange = "auto"
+    exchange_mode.shuffle_memory_budget = 4 * store
+
+    def metas(total: int) -> list[BlockMetadata]:
+        return [BlockMetadata(num_rows=1, size_bytes=total // 4, schema=None) for _ in range(4)]
+
+    assert not held_exchange._use_holders(metas(store // 4), 8, exchange_mode)
+    assert held_exchange._use_holders(metas(2 * store), 8, exchange_mode)
+    assert not held_exchange._use_holders(metas(2 * store), 1, exchange_mode)
+    exchange_mode.shuffle_memory_budget = store
+    assert not held_exchange._use_holders(metas(2 * store), 8, exchange_mode)  # spills instead
+    exchange_mode.shuffle_exchange = "object_store"
+    assert not held_exchange._use_holders(metas(2 * store), 8, exchange_mode)
+    exchange_mode.shuffle_exchange = "in the air"
+    with pytest.raises(ValueError, match="shuffle_exchange must be one of"):
+        held_exchange._use_holders(metas(2 * store), 8, exchange_mode)
