@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pyarrow as pa
 import pytest
@@ -91,12 +92,26 @@ def _refs_and_metas(rows: int, blocks: int) -> tuple[list, list]:
     return [r for b in bundles for r in b.refs], [m for b in bundles for m in b.metas]
 
 
-def test_a_holder_dying_while_rows_arrive_reruns_the_exchange_through_the_store(exchange_mode):
+@ray.remote(num_cpus=0)
+def _kill_the_holders_once_up(count: int) -> int:
+    """SIGKILL the live holders, as the kernel does when memory runs out (waits for them to be up)."""
+    deadline = time.monotonic() + 60
+    alive: list[dict] = []
+    while time.monotonic() < deadline and len(alive) < count:
+        alive = [a for a in _holders() if a["State"] == "ALIVE"]
+        time.sleep(0.05)
+    for actor in alive:
+        os.kill(actor["Pid"], signal.SIGKILL)
+    return len(alive)
+
+
+def test_a_holder_dying_while_rows_arrive_reruns_the_exchange_through_the_store(exchange_mode, tmp_path):
+    once = tmp_path / "killed"
+
     def map_then_kill_the_holders(block, index, n_out, seed):
-        if index == 3:  # as if the kernel killed them for memory
-            for actor in ray._private.state.actors().values():
-                if actor.get("ActorClassName") == "_Holder" and actor["State"] == "ALIVE":
-                    os.kill(actor["Pid"], signal.SIGKILL)
+        if index == 3 and not once.exists():  # the run through the store maps block 3 again
+            once.touch()
+            assert ray.get(_kill_the_holders_once_up.remote(2)) == 2
         return _shuffle_map(block, index, n_out, seed)
 
     refs, metas = _refs_and_metas(30_000, 6)

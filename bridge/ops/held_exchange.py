@@ -75,17 +75,19 @@ class _Holder:
         self._partitions = partitions
         self._held: dict[int, dict[int, Block]] = {j: {} for j in partitions}
 
-    def add(self, piece: Block, runs: list[tuple[int, list[int]]]) -> int:
-        """Keep rows of map tasks: for each ``(index, counts)`` in ``runs``, in order, ``counts[k]``
-        rows of partition ``partitions[k]`` from the block with that index."""
-        piece = _to_heap(piece)
-        offset = 0
-        for index, counts in runs:
+    def add(self, tables: list[Block], runs: list[tuple[int, list[int]]]) -> int:
+        """Keep rows of map tasks: ``tables[k]`` holds block ``runs[k][0]``'s rows for this holder,
+        ``runs[k][1][p]`` rows of partition ``partitions[p]`` after one another."""
+        rows = 0
+        for table, (index, counts) in zip(tables, runs):
+            table = _to_heap(table)
+            offset = 0
             for j, n in zip(self._partitions, counts):
                 # A retried map task sends the same rows again: keyed by block index, they replace.
-                self._held[j][index] = piece.slice(offset, n)
+                self._held[j][index] = table.slice(offset, n)
                 offset += n
-        return piece.num_rows
+            rows += table.num_rows
+        return rows
 
     def reduce(self, j: int, reduce_fn: Callable[..., Block], args: Any) -> tuple[Block, BlockMetadata]:
         held = self._held.pop(j)
@@ -105,11 +107,11 @@ def _held_map_task(map_fn: Callable[..., list[Block]], n_out: int, indices: list
         pieces = map_fn(block, index, *args)
         assert len(pieces) == n_out, (len(pieces), n_out)
         for h, (lo, hi) in enumerate(spans):
-            tables[h] += pieces[lo:hi]
+            # Slices of one table (exchange.split_by_partition): concatenating them copies nothing.
+            tables[h].append(pa.concat_tables(pieces[lo:hi]))
             runs[h].append((index, [p.num_rows for p in pieces[lo:hi]]))
     del blocks
-    # Slices of one table per block (exchange.split_by_partition): concatenating copies nothing.
-    acks = [holder.add.remote(pa.concat_tables(t), r) for holder, t, r in zip(holders, tables, runs)]
+    acks = [holder.add.remote(t, r) for holder, t, r in zip(holders, tables, runs)]
     return sum(ray.get(acks))
 
 
