@@ -603,7 +603,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                 continue
             seen.add(id(op))
             if isinstance(op, Read):
-                for task in op.datasource.get_read_tasks(1):
+                for task in op.datasource.get_read_tasks(op.parallelism_for()):
                     files.update(dict.fromkeys(task.metadata.input_files or ()))
             elif isinstance(op, InputData):
                 for bundle in op.bundles:

@@ -70,7 +70,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         label = "->".join(m.name for m in group)
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
         if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):
-            tasks = child.datasource.get_read_tasks(0)
+            tasks = child.datasource.get_read_tasks(child.parallelism_for())
             phys = MapOp(f"{child.name}->{label}", [], transform, ctx, read_tasks=tasks,
                          remote_args=_remote_args(group[0]))
         else:
@@ -84,7 +84,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         out.append(phys)
         return phys
     if isinstance(op, Read):
-        phys = MapOp(op.name, [], _identity(), ctx, read_tasks=op.datasource.get_read_tasks(0))
+        phys = MapOp(op.name, [], _identity(), ctx, read_tasks=op.datasource.get_read_tasks(op.parallelism_for()))
     elif isinstance(op, InputData):
         phys = InputOp(op.name, op.bundles)
     elif isinstance(op, Limit):

@@ -49,6 +49,15 @@ class Datasource:
         return None
 
     def get_read_tasks(self, parallelism: int) -> list[ReadTask]:
+        """The read tasks, one block list each.
+
+        ``parallelism`` is how many tasks the planner asks for (always at least 1):
+        ``read_datasource(ds, override_num_blocks=n)``'s ``n``, else enough for every CPU
+        twice over with blocks of at least ``target_min_block_size``, from
+        :meth:`estimate_inmemory_data_size` / :meth:`estimate_num_rows`.  Return about
+        that many (Ray Data's contract).  The built-in sources take their count when they
+        are built (``read_parquet(..., override_num_blocks=)``) and return that.
+        """
         raise NotImplementedError
 
     def with_projection(self, columns: list[str]) -> Datasource:

@@ -26,8 +26,13 @@ if TYPE_CHECKING:
     from bridge.io.datasource import Datasource
 
 
-def read_datasource(datasource: Datasource) -> Dataset:
+def read_datasource(datasource: Datasource, *, override_num_blocks: int | None = None) -> Dataset:
     """A Dataset reading from any :class:`bridge.io.datasource.Datasource`.
+
+    Args:
+        datasource: Its ``get_read_tasks(parallelism)`` is called when the Dataset runs.
+        override_num_blocks: The ``parallelism`` to ask for; default: sized from the
+            datasource's estimates (at least 1).
 
     Example:
         >>> import bridge
@@ -42,7 +47,11 @@ def read_datasource(datasource: Datasource) -> Dataset:
     if not isinstance(datasource, Datasource):
         msg = f"read_datasource() needs a bridge.io.datasource.Datasource; got {type(datasource).__name__}"
         raise BridgeError(msg, "subclass Datasource and implement get_read_tasks()")
-    return Dataset(Read([], datasource))
+    if override_num_blocks is not None:
+        from bridge.io.datasource import default_num_blocks
+
+        default_num_blocks(None, None, override_num_blocks)  # raises on < 1, at the call
+    return Dataset(Read([], datasource, override_num_blocks))
 
 
 def read_parquet(

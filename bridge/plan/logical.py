@@ -56,6 +56,18 @@ class LogicalOp:
 @dataclasses.dataclass(eq=False)
 class Read(LogicalOp):
     datasource: Datasource
+    #: Read tasks asked for (``read_datasource(override_num_blocks=)``); ``None``: sized from the
+    #: datasource's estimates (see :meth:`parallelism_for`).
+    parallelism: int | None = None
+
+    def parallelism_for(self) -> int:
+        """The ``parallelism`` handed to ``get_read_tasks``: the number asked for, else enough
+        read tasks for every CPU twice over, each at least ``target_min_block_size``
+        (:func:`bridge.io.datasource.default_num_blocks` of the datasource's estimates)."""
+        from bridge.io.datasource import default_num_blocks
+
+        ds = self.datasource
+        return default_num_blocks(ds.estimate_inmemory_data_size(), ds.estimate_num_rows(), self.parallelism)
 
     @property
     def name(self) -> str:

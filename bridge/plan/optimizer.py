@@ -31,7 +31,7 @@ def _push_limit(limit: Limit) -> LogicalOp:
         pushed = _push_limit(Limit([child.input], limit.n))
         return child.replace_inputs([pushed])
     if isinstance(child, Read) and child.datasource.supports_limit:
-        read = Read([], child.datasource.with_limit(limit.n))
+        read = Read([], child.datasource.with_limit(limit.n), child.parallelism)
         return Limit([read], limit.n)
     return limit
 
@@ -39,6 +39,6 @@ def _push_limit(limit: Limit) -> LogicalOp:
 def _push_projection(project: Project) -> LogicalOp:
     child = project.input
     if isinstance(child, Read) and child.datasource.supports_projection and project.columns is not None:
-        read = Read([], child.datasource.with_projection(project.columns))
+        read = Read([], child.datasource.with_projection(project.columns), child.parallelism)
         return project.replace_inputs([read])
     return project
