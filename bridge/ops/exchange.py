@@ -102,11 +102,17 @@ def _map_task(map_fn: Callable[..., list[Block]], n_out: int, index: int, block:
     return pieces[0] if n_out == 1 else tuple(pieces)
 
 
+def reduce_with_stats(reduce_fn: Callable[..., Block], pieces: list[Block], index: int,
+                      args: Any) -> tuple[Block, BlockMetadata]:
+    """``reduce_fn(pieces, index, *args)`` and the output's metadata with its timing (tasks and holders)."""
+    with Timer() as timer:
+        out = reduce_fn(pieces, index, *args)
+    return out, BlockMetadata.of(out, exec_stats=timer.stats())
+
+
 @ray.remote(num_returns=2)
 def _reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any, *pieces: Block) -> tuple[Block, BlockMetadata]:
-    with Timer() as timer:
-        out = reduce_fn(list(pieces), index, *args)
-    return out, BlockMetadata.of(out, exec_stats=timer.stats())
+    return reduce_with_stats(reduce_fn, list(pieces), index, args)
 
 
 def get_all(refs: Sequence[ray.ObjectRef], also: Sequence[ray.ObjectRef] = ()) -> list[Any]:

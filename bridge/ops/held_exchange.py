@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from bridge.block import Block, BlockMetadata, Timer
+from bridge.block import Block, BlockMetadata
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.ops import exchange
@@ -93,9 +93,7 @@ class _Holder:
         held = self._held.pop(j)
         pieces = [held[i] for i in sorted(held)]
         del held
-        with Timer() as timer:
-            out = reduce_fn(pieces, j, *args)
-        return out, BlockMetadata.of(out, exec_stats=timer.stats())
+        return exchange.reduce_with_stats(reduce_fn, pieces, j, args)
 
 
 @ray.remote
@@ -189,9 +187,10 @@ def _run_held(
     reduce_fn: Callable[..., Block], reduce_args: tuple[Any, ...],
     refs: list[ray.ObjectRef], metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext,
 ) -> list[RefBundle]:
-    from bridge._ray import cluster_cpus, object_store_capacity
+    from bridge._ray import cluster_cpus
 
-    n_holders = max(1, min(n_out, cluster_cpus(), MAX_HOLDERS))
+    cpus = cluster_cpus()
+    n_holders = max(1, min(n_out, cpus, MAX_HOLDERS))
     spans = _holder_spans(n_out, n_holders)
     holder_cls: Any = _Holder  # a Ray actor class (mypy sees the plain class)
     holders = [holder_cls.options(scheduling_strategy="SPREAD").remote(list(range(lo, hi))) for lo, hi in spans]
@@ -199,9 +198,8 @@ def _run_held(
     # Fewer, larger map tasks (a few blocks each, several tasks per CPU), and a bounded number
     # in flight, so that pieces travelling to the holders stay in memory.
     total = sum(m.size_bytes for m in metas)
-    target = max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, total // (4 * cluster_cpus())))
-    budget = max(1, int(object_store_capacity() * 0.25))
-    cpus = cluster_cpus()
+    target = max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, total // (4 * cpus)))
+    budget = ctx.bytes_in_flight_budget()
     max_tasks = max(2, 2 * cpus)
     pending: dict[ray.ObjectRef, int] = {}
     outs: list[tuple[ray.ObjectRef, ray.ObjectRef]] = []
