@@ -166,6 +166,42 @@ def _tf_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
     return pa.array(arr)
 
 
+_spark_sessions: list[Any] = []
+
+
+def _spark() -> Any:
+    """One local Spark session for this module (stopped by ``_stop_spark``), session zone UTC."""
+    if not _spark_sessions:
+        pytest.importorskip("pyspark")
+        import os
+        import sys
+
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        if SparkContext._active_spark_context is not None:
+            SparkContext._active_spark_context.stop()
+        session = (SparkSession.builder.master("local[1]").appName("raybridge-fidelity")
+                   .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+                   .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        _spark_sessions.append(session)
+    return _spark_sessions[0]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_spark() -> Any:
+    yield
+    while _spark_sessions:
+        _spark_sessions.pop().stop()
+
+
+def _spark_roundtrip(t: pa.Table, method: str) -> pa.Table:
+    """``to_spark`` then ``from_spark`` (Spark's Arrow collection, or mapInArrow in Spark's Python workers)."""
+    return bridge.from_spark(bridge.from_arrow(t).to_spark(_spark()), method=method).to_arrow()
+
+
 def _capsule_roundtrip(t: pa.Table) -> pa.Table:
     ds = bridge.from_arrow(t)
     return bridge.from_arrow(pa.RecordBatchReader.from_stream(ds)).to_arrow()
@@ -188,14 +224,19 @@ PATHS: dict[str, Callable[..., pa.Table]] = {
     "json": _json_roundtrip,
     "torch": lambda t, _tmp: _training_roundtrip(t, "torch", _torch_column),
     "tf": lambda t, _tmp: _training_roundtrip(t, "tensorflow", _tf_column),
+    "spark": lambda t, _tmp: _spark_roundtrip(t, "arrow_collect"),
+    "spark_map_in_arrow": lambda t, _tmp: _spark_roundtrip(t, "map_in_arrow"),
 }
+
+#: Paths that need a Spark JVM (marked ``spark``).
+_SPARK_PATHS = ("spark", "spark_map_in_arrow")
 
 #: Columns that training formats hand over as int64 counts of their unit, with a warning naming the column.
 _TEMPORAL = ("date32", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns", "timestamp_us_utc",
              "timestamp_us_ny", "duration_us", "time64_ns")
 
 #: (path, type name, variant or "*") -> "CONVERTED", "REFUSED", FOREIGN(...) or XFAIL(reason).  Anything not
-#: listed is EXACT (16 paths x 36 types x 3 variants = 1,728 cells).
+#: listed is EXACT (18 paths x 36 types x 3 variants = 1,944 cells).
 EXPECTED: dict[tuple[str, str, str], Any] = {
     # CSV is flat text: write_csv refuses nested, tensor and binary columns, naming them.
     **{("csv", name, "*"): "REFUSED" for name in (
@@ -226,6 +267,15 @@ EXPECTED: dict[tuple[str, str, str], Any] = {
     **{("tf", name, "plain"): "REFUSED" for name in ("decimal128", "decimal256", "struct", "map", "list_struct",
                                                      "variable_tensor")},
     **{("tf", name, "plain"): "CONVERTED" for name in _TEMPORAL},
+    # Spark (adapters/spark_types.py's rules, session zone UTC): the written conversions warn naming the
+    # column and keep every value; what Spark has no type for, or could hold only by losing nanoseconds, is
+    # refused naming the column.
+    **{(path, name, "*"): "CONVERTED" for path in _SPARK_PATHS for name in (
+        "uint8", "uint16", "uint32", "uint64", "float16", "large_string", "timestamp_s", "timestamp_ms",
+        "timestamp_us_ny", "large_list_float64", "fixed_size_list_int32", "dictionary", "fixed_tensor")},
+    **{(path, name, "*"): "REFUSED" for path in _SPARK_PATHS for name in (
+        "decimal256", "time64_ns", "variable_tensor", "timestamp_ns")},
+    **{(path, "timestamp_ns", "empty"): "CONVERTED" for path in _SPARK_PATHS},  # no nanoseconds to lose
     ("polars", "decimal256", "*"): XFAIL("polars 2.1 panics reading a decimal256 column ('operator does not "
                                          "support primitive Int256'), before the bridge sees it"),
 }
@@ -299,6 +349,8 @@ def _cells() -> list[Any]:
             for variant in VARIANTS:
                 expected = _expected(path, type_name, variant)
                 marks = [pytest.mark.xfail(strict=True, reason=expected.reason)] if isinstance(expected, XFAIL) else []
+                if path in _SPARK_PATHS:
+                    marks.append(pytest.mark.spark)
                 cells.append(pytest.param(path, type_name, variant, marks=marks, id=f"{path}-{type_name}-{variant}"))
     return cells
 
@@ -323,8 +375,23 @@ def test_fidelity_cell(path: str, type_name: str, variant: str, tmp_path_factory
         assert got.type == expected.type, f"{path}: {type_name} came back as {got.type}, not {expected.type}"
         assert _same(got.to_pylist(), want.to_pylist()), f"{path}: {type_name} values changed"
         return
-    # CONVERTED: a warning naming the column must have said so.
+    # CONVERTED: a warning naming the column must have said so, and the values are kept.
     assert any(type_name in m for m in messages), f"{path}: {type_name} became {got.type} without a warning"
+    assert len(got) == len(want)
+    back = _cast_back(got, want.type)
+    if back is not None:
+        assert _same(_values(back), _values(want)), f"{path}: {type_name} values changed in the conversion"
+
+
+def _cast_back(got: pa.ChunkedArray, type_: pa.DataType) -> pa.ChunkedArray | None:
+    """A converted column cast back to its first type (safe: a value that changed raises), or ``None``
+    where Arrow has no such cast (a tensor from nested lists, a date from int64): not comparable."""
+    if isinstance(type_, pa.BaseExtensionType):
+        return None
+    try:
+        return got.cast(type_, safe=True)
+    except pa.ArrowNotImplementedError:
+        return None
 
 
 def test_pandas_batch_keeps_int64_above_2p53_with_nulls_and_nan_apart_from_null():
@@ -355,3 +422,12 @@ def test_polars_categorical_through_from_any_then_map():
     out = bridge.from_any(df).map_batches(lambda b: b, batch_format="pandas").to_arrow()
     assert out.column("c").to_pylist() == ["x", "y", None, "x"]
     assert pa.types.is_dictionary(out.schema.field("c").type)
+
+
+def test_readme_type_table_is_the_matrix():
+    from tests import fidelity_table
+
+    readme = fidelity_table.README.read_text()
+    assert fidelity_table.readme_table(readme) == fidelity_table.render(), (
+        "README.md's type table differs from the matrix's expectations; "
+        "run `python -m tests.fidelity_table --write` and commit README.md")
