@@ -7,19 +7,26 @@ The driver owns every block, so the Dataset stays valid after ``spark.stop()`` /
 
 * ``"arrow_collect"`` (the ``"auto"`` choice when the session offers it): ``DataFrame.toArrow()``
   (public, pyspark >= 4) or ``DataFrame._collect_as_arrow()`` (pyspark 3.x, the same JVM code
-  path ``toPandas`` uses).  Measured on 2 cores, 1M rows x (int64, double, string, 16-float
-  array), local[2]: 0.7-0.9 s, against 11-14 s for ``mapInArrow`` and 4.8-6 s for
-  ``ray.data.from_spark`` on RayDP; peak RSS 2.8 GB against 4.6 GB (mapInArrow) and 6.6 GB (RayDP).
+  path ``toPandas`` uses).  The fastest way, and the lightest on memory (benchmark ``spark_from``).
 * ``"map_in_arrow"``: every executor writes its partitions as Arrow IPC streams through the public
   ``DataFrame.mapInArrow`` (pyspark >= 3.3) and ``collect()`` brings the bytes to the driver.  Slower
   (a Python worker per executor, bytes pickled through the JVM) but public on every pyspark, so
   ``"auto"`` falls back to it when neither collection API exists (e.g. Spark Connect).
 
-Dataset -> Spark (``ds.to_spark(spark)``): the driver writes each block as one Arrow IPC stream,
-cast to the Arrow form of the target Spark schema; ``sparkContext.parallelize`` ships one stream
-per partition into the JVM, and ``mapInArrow`` decodes them on the executors.  The DataFrame's
-data lives in Spark afterwards: it does not depend on the Dataset or on Ray.  No Ray task runs,
-so a Spark-on-Ray cluster that holds every CPU cannot make it hang.
+Dataset -> Spark (``ds.to_spark(spark)``): each block is first cast, on the driver and one block at
+a time, to the Arrow form of the target Spark schema where it differs (so a column Spark cannot hold
+raises at the call).  Then, chosen by ``method``:
+
+* ``"object_store"`` (the ``"auto"`` choice where Spark's executors run on the Ray cluster's
+  machines: a ``local[...]`` master or Spark on Ray): a frame of block indices whose ``mapInArrow``
+  reads each block zero-copy from Ray's object store in Spark's Python worker (which connects to
+  the Ray cluster once).  Neither the driver nor the JVM holds the data; a holder actor keeps the
+  blocks alive until the DataFrame's SparkContext stops, since Spark re-reads them at every action.
+* ``"copy"``: ``sparkContext.parallelize`` streams one Arrow IPC stream per block into the JVM (the
+  driver holds one block at a time) and ``mapInArrow`` decodes them on the executors.  The data
+  then lives in Spark: the DataFrame needs neither the Dataset nor Ray.
+
+No Ray task runs in either, so a Spark-on-Ray cluster that holds every CPU cannot make it hang.
 
 Types follow the table in :mod:`adapters.spark_types`.
 
@@ -32,21 +39,24 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from adapters import spark_types
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, BridgeValueError
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
 
 _FROM_METHODS = ("auto", "map_in_arrow", "arrow_collect")
+_TO_METHODS = ("auto", "object_store", "copy")
 
 #: Java 17 module openings RayDP's Ray serializer and Spark's Arrow code need (STACK.md, issue 4).
 JAVA17_OPTIONS = " ".join(
@@ -109,6 +119,28 @@ def _make_ipc_decoder() -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.Reco
                 yield from pa.ipc.open_stream(payload.as_buffer())
 
     return decode
+
+
+@contextlib.contextmanager
+def _workers_run_this_python(spark: Any) -> Iterator[None]:
+    """Our ``mapInArrow`` functions run in this interpreter where Spark's workers share the machine.
+
+    A session built without ``PYSPARK_PYTHON`` runs its workers with the ``python3`` on ``PATH``,
+    which may lack pyarrow (Spark then fails with a bare ``ModuleNotFoundError`` in the worker).
+    Spark records the interpreter in each Python function when it is made, so only the functions
+    made inside this block change; the user's own UDFs keep the session's setting.
+    """
+    sc = spark.sparkContext
+    current = getattr(sc, "pythonExec", None)
+    master = str(sc.master or "")
+    if current is None or not master.startswith("local") or current == sys.executable:
+        yield
+        return
+    sc.pythonExec = sys.executable
+    try:
+        yield
+    finally:
+        sc.pythonExec = current
 
 
 # ---------------------------------------------------------------- Spark -> Dataset
@@ -218,7 +250,8 @@ def _map_in_arrow_tables(safe: Any, parallelism: int | None, max_bytes: int) -> 
     if parallelism is not None:
         current = safe.rdd.getNumPartitions()
         safe = safe.coalesce(parallelism) if parallelism < current else safe.repartition(parallelism)
-    encoded = safe.mapInArrow(_make_ipc_encoder(max_bytes), "ipc binary")
+    with _workers_run_this_python(safe.sparkSession):
+        encoded = safe.mapInArrow(_make_ipc_encoder(max_bytes), "ipc binary")
     try:
         return _read_ipc_rows(encoded.collect())
     except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
@@ -277,16 +310,24 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
 
 
 # ---------------------------------------------------------------- Dataset -> Spark
-def to_spark(ds: Dataset, spark: Any = None) -> Any:
+def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     """A Dataset -> a Spark DataFrame (one partition per non-empty block) in ``spark``.
 
     Types follow :mod:`adapters.spark_types`; each column converted by one of its written rules
     (uint8 -> smallint, a zone other than the session's, a tensor -> nested arrays, ...) gives one
-    :class:`~bridge.errors.ConversionWarning` naming the column, both types and the rule.
+    :class:`~bridge.errors.ConversionWarning` naming the column, both types and the rule; a column
+    Spark cannot hold raises :class:`~bridge.errors.UnsupportedTypeError` here, not in a later job.
 
     Args:
         ds: The Dataset.
         spark: The target ``SparkSession``; ``None`` uses the active one.
+        method: ``"object_store"``: Spark's Python workers read the blocks from Ray's object store
+            (zero-copy, nothing held in the driver or the JVM); the DataFrame needs Ray and keeps the
+            blocks alive until its SparkContext stops.  ``"copy"``: the blocks are streamed into
+            the Spark driver's JVM as Arrow IPC, so the DataFrame owns its data and needs neither the
+            Dataset nor Ray.  ``"auto"`` (default): ``"object_store"`` where Spark's executors run on
+            the Ray cluster's machines (a ``local[...]`` master, or Spark on Ray via
+            ``bridge.init_spark``), else ``"copy"``.
 
     Example:
         >>> bridge.range(10).to_spark(spark).count()   # doctest: +SKIP
@@ -294,45 +335,36 @@ def to_spark(ds: Dataset, spark: Any = None) -> Any:
     """
     import ray
     from pyspark.sql import SparkSession
-    from pyspark.sql import types as T
 
+    if method not in _TO_METHODS:
+        msg = f"to_spark: method must be one of {', '.join(map(repr, _TO_METHODS))}, got {method!r}"
+        raise BridgeValueError(msg, "use method='auto' unless the DataFrame must outlive Ray ('copy')")
     spark = spark if spark is not None else SparkSession.getActiveSession()
     if spark is None:
         msg = "to_spark: no SparkSession given and none is active"
         hint = "pass one: ds.to_spark(spark), or start one with bridge.init_spark(...) / SparkSession.builder"
         raise BridgeError(msg, hint)
-    payloads: list[bytes] = []
-    schema = None
-    target = None
-    vectors: list[str] = []
     session_tz = _conf(spark, "spark.sql.session.timeZone")
-
-    def spark_schema_of(arrow_schema: pa.Schema) -> tuple[Any, pa.Schema, list[str]]:
-        conversions: list[spark_types.Conversion] = []
-        out = spark_types.arrow_to_spark_schema(arrow_schema, session_tz=session_tz, conversions=conversions)
-        # The caller's frame: spark_schema_of <- to_spark <- SparkAdapter.from_dataset <- to_any <- Dataset.to_spark.
-        spark_types.warn_conversions(conversions, stacklevel=6)
-        return out
-
-    for bundle in ds.iter_internal_ref_bundles():
-        for ref, meta in zip(bundle.refs, bundle.metas):
-            if schema is None and meta.schema is not None and (meta.num_rows or len(meta.schema)):
-                schema = meta.schema
-                spark_schema, target, vectors = spark_schema_of(schema)
-            if meta.num_rows == 0:
-                continue
-            block = ray.get(ref)
-            if target is None:
-                schema = block.schema
-                spark_schema, target, vectors = spark_schema_of(schema)
-            payloads.append(_encode_block(spark_types.prepare_block(block, target)))
-    if target is None:
+    pairs = [(ref, meta) for bundle in ds.iter_internal_ref_bundles() for ref, meta in zip(bundle.refs, bundle.metas)]
+    schema = next((m.schema for _, m in pairs if m.schema is not None and (m.num_rows or len(m.schema))), None)
+    if schema is None:  # metadata without schemas: the first block with rows says
+        schema = next((ray.get(ref).schema for ref, m in pairs if m.num_rows != 0), None)
+    if schema is None:
         msg = "to_spark: the Dataset has no schema (no columns and no rows)"
         raise BridgeError(msg, "give it at least one column, e.g. bridge.from_arrow(table_with_schema)")
+    conversions: list[spark_types.Conversion] = []
+    spark_schema, target, vectors = spark_types.arrow_to_spark_schema(
+        schema, session_tz=session_tz, conversions=conversions)
+    # The caller's frame: to_spark <- SparkAdapter.from_dataset <- to_any <- Dataset.to_spark.
+    spark_types.warn_conversions(conversions, stacklevel=5)
+    refs = _spark_ready_refs([(ref, m) for ref, m in pairs if m.num_rows != 0], target)
+    if method == "auto":
+        method = "object_store" if _executors_share_ray(spark) else "copy"
     try:
-        rdd = spark.sparkContext.parallelize([(p,) for p in payloads], max(1, len(payloads)))
-        ipc_schema = T.StructType([T.StructField("ipc", T.BinaryType(), False)])
-        out = spark.createDataFrame(rdd, ipc_schema).mapInArrow(_make_ipc_decoder(), spark_schema)
+        if method == "object_store":
+            out = _frame_from_object_store(spark, refs, spark_schema)
+        else:
+            out = _frame_from_copies(spark, refs, spark_schema)
         if vectors:
             from pyspark.ml.functions import array_to_vector
             from pyspark.sql import functions as F
@@ -344,6 +376,168 @@ def to_spark(ds: Dataset, spark: Any = None) -> Any:
     except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
         raise _wrap_spark_failure(err, "to_spark") from err
     return out
+
+
+def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[Any]:
+    """The blocks in the exact Arrow schema Spark reads: as they are, or cast on the driver one at a time
+    (so a value that cannot become its Spark type raises here, naming the column)."""
+    import ray
+
+    out = []
+    for ref, meta in pairs:
+        if meta.schema is not None and meta.schema.equals(target):
+            out.append(ref)
+            continue
+        block = ray.get(ref)
+        out.append(ref if block.schema.equals(target) else ray.put(spark_types.prepare_block(block, target)))
+        del block
+    return out
+
+
+def _executors_share_ray(spark: Any) -> bool:
+    """Whether Spark's Python workers run on this Ray cluster's machines: local mode, or Spark on Ray."""
+    master = str(spark.sparkContext.master or "")
+    return master.startswith("local") or master.startswith("ray")
+
+
+def _frame_from_copies(spark: Any, refs: list[Any], spark_schema: Any) -> Any:
+    """Each block as one Arrow IPC stream, streamed into the JVM by ``parallelize`` (the driver holds one
+    block at a time), decoded by ``mapInArrow`` on the executors; Spark owns the data afterwards."""
+    from pyspark.sql import types as T
+
+    rdd = spark.sparkContext.parallelize(_IpcPayloads(refs), max(1, len(refs)))
+    ipc_schema = T.StructType([T.StructField("ipc", T.BinaryType(), False)])
+    with _workers_run_this_python(spark):
+        return spark.createDataFrame(rdd, ipc_schema).mapInArrow(_make_ipc_decoder(), spark_schema)
+
+
+class _IpcPayloads:
+    """A sized, lazy sequence of ``(ipc_bytes,)`` rows: ``parallelize`` takes its length, then writes one
+    block's stream at a time to the file the JVM reads (a list would hold every block in the driver)."""
+
+    def __init__(self, refs: list[Any]) -> None:
+        self._refs = refs
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __iter__(self) -> Iterator[tuple[bytes]]:
+        import ray
+
+        for ref in self._refs:
+            yield (_encode_block(ray.get(ref)),)
+
+
+def _frame_from_object_store(spark: Any, refs: list[Any], spark_schema: Any) -> Any:
+    """A frame of block indices whose ``mapInArrow`` reads each block from the object store.
+
+    The blocks stay pinned by a holder actor until the SparkContext stops (checked at every
+    ``to_spark`` and by ``bridge.stop_spark``): the DataFrame may be re-evaluated at any action.
+    """
+    import ray
+    from pyspark.sql import types as T
+
+    holder, name = _block_holder()
+    _release_stopped(holder)
+    key = uuid.uuid4().hex
+    ray.get(holder.hold.remote(key, refs))
+    with _held_lock:
+        _held.append((spark.sparkContext, key))
+    context = ray.get_runtime_context()
+    reader = _make_block_reader(context.gcs_address, context.namespace, name, key)
+    rdd = spark.sparkContext.parallelize([(i,) for i in range(len(refs))], max(1, len(refs)))
+    index_schema = T.StructType([T.StructField("block", T.LongType(), False)])
+    with _workers_run_this_python(spark):
+        return spark.createDataFrame(rdd, index_schema).mapInArrow(reader, spark_schema)
+
+
+def _make_block_reader(address: str, namespace: str, holder_name: str,
+                       key: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function: block indices -> the blocks' record batches, read from the object store.
+
+    A closure, so cloudpickle ships it by value; the Spark Python worker connects to the Ray cluster
+    once (and again if it was connected to another one) and then reads blocks zero-copy.
+    """
+
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import logging
+
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().gcs_address != address:
+            ray.shutdown()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)
+            except Exception as err:  # noqa: BLE001 - whatever stops the connection, say what to do
+                raise RuntimeError(
+                    f"raybridge to_spark: this Spark Python worker cannot reach the Ray cluster at {address} "
+                    f"({type(err).__name__}: {err}); use ds.to_spark(spark, method='copy'), which gives "
+                    "Spark its own copy of the data") from err
+        holder = ray.get_actor(holder_name, namespace=namespace)
+        for batch in batches:
+            indices = batch.column(0).to_pylist()
+            if not indices:
+                continue
+            refs: list[Any] = ray.get(holder.refs.remote(key, indices))
+            for ref in refs:
+                yield from ray.get(ref).to_batches()
+
+    return read
+
+
+class _BlockHolder:
+    """Keeps the blocks of object-store DataFrames alive for Spark's workers, and hands out their refs."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, list[Any]] = {}
+
+    def hold(self, key: str, refs: list[Any]) -> None:
+        self._held[key] = refs
+
+    def refs(self, key: str, indices: list[int]) -> list[Any]:
+        if key not in self._held:
+            raise KeyError("raybridge to_spark: the blocks of this DataFrame were released (its SparkContext "
+                           "stopped); call ds.to_spark(spark) again")
+        held = self._held[key]
+        return [held[i] for i in indices]
+
+    def release(self, keys: list[str]) -> int:
+        for key in keys:
+            self._held.pop(key, None)
+        return len(self._held)
+
+
+_held_lock = threading.Lock()
+#: (SparkContext, key) of every object-store DataFrame whose blocks the holder keeps.
+_held: list[tuple[Any, str]] = []
+#: This driver's holder actor handle, by name (one Ray job at a time).
+_holders: dict[str, Any] = {}
+
+
+def _block_holder() -> tuple[Any, str]:
+    """This driver's holder actor (zero CPUs, so a Spark-on-Ray cluster holding every CPU cannot block it)."""
+    import ray
+
+    name = f"raybridge-spark-blocks-{ray.get_runtime_context().get_job_id()}"
+    with _held_lock:
+        if name not in _holders:  # a named actor dies with its last handle: keep one for the driver's life
+            _holders.clear()
+            _holders[name] = ray.remote(num_cpus=0)(_BlockHolder).options(name=name, get_if_exists=True).remote()
+        return _holders[name], name
+
+
+def _release_stopped(holder: Any = None, everything: bool = False) -> None:
+    """Let go of the blocks of DataFrames whose SparkContext has stopped (all of them with ``everything``)."""
+    import ray
+
+    with _held_lock:
+        gone = [(sc, key) for sc, key in _held if everything or getattr(sc, "_jsc", None) is None]
+        for item in gone:
+            _held.remove(item)
+    if gone and ray.is_initialized():
+        holder = holder if holder is not None else _block_holder()[0]
+        ray.get(holder.release.remote([key for _, key in gone]))
 
 
 def _encode_block(block: pa.Table) -> bytes:
@@ -440,6 +634,7 @@ def stop_spark(cleanup_data: bool = True) -> None:
 
     with _spark_lock:
         raydp.stop_spark(cleanup_data=cleanup_data)
+        _release_stopped()
 
 
 # ---------------------------------------------------------------- adapter

@@ -190,3 +190,106 @@ def test_bridge_types_follow_the_written_rules_into_spark(spark):
 def test_not_a_spark_frame_says_what_it_got():
     with pytest.raises(BridgeError, match="pyspark.sql.DataFrame; got builtins.list"):
         bridge.from_spark([1, 2, 3])
+
+
+# ---------------------------------------------------------------- to_spark's two ways
+def _table(n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(n), pa.int64()), "s": [f"v{i}" for i in range(n)],
+                     "u": pa.array([i % 200 for i in range(n)], pa.uint8())})  # uint8: cast on the driver
+
+
+@pytest.mark.parametrize("method", ["object_store", "copy"])
+def test_to_spark_methods_give_the_same_rows(spark, method):
+    ds = bridge.from_arrow(_table(1000), override_num_blocks=4)
+    with pytest.warns(Warning, match="'u'"):
+        out = ds.to_spark(spark, method=method)
+    rows = sorted(out.collect(), key=lambda r: r["id"])
+    assert [(r["id"], r["s"], r["u"]) for r in rows] == [(i, f"v{i}", i % 200) for i in range(1000)]
+    assert out.rdd.getNumPartitions() == 4
+
+
+def test_object_store_frame_is_the_default_here_and_outlives_the_dataset_object(spark):
+    import gc
+
+    from adapters import spark_adapter
+
+    assert spark_adapter._executors_share_ray(spark)  # local[...]: Spark's workers can reach Ray
+    ds = bridge.range(5000, override_num_blocks=5).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
+    out = ds.to_spark(spark)
+    del ds
+    gc.collect()
+    for _ in range(2):  # every action reads the blocks again: the holder keeps them
+        assert out.count() == 5000
+        assert out.where("id = 70").collect()[0]["sq"] == 4900
+
+
+def test_to_spark_rejects_an_unknown_method(spark):
+    with pytest.raises(ValueError, match="method must be one of .*'copy'.*got 'jvm'"):
+        bridge.range(3).to_spark(spark, method="jvm")
+
+
+@pytest.mark.parametrize("method", ["object_store", "copy"])
+def test_to_spark_driver_holds_one_block_at_a_time(spark, method):
+    """The driver never holds the whole Dataset (it held every block's IPC stream before 'copy' streamed)."""
+    import threading
+
+    import psutil
+
+    rows, width = 160_000, 256  # 160k x 256 float32 = 156 MiB in 16 blocks of ~10 MiB
+    ds = bridge.range_tensor(rows, shape=(width,), override_num_blocks=16).map_batches(
+        lambda b: {"data": b["data"].astype(np.float32)}).materialize()
+    data = ds.size_bytes()
+    me = psutil.Process()
+
+    def private() -> int:  # the object store's pages the driver maps are shared, not the driver's own
+        mem = me.memory_info()
+        return mem.rss - mem.shared
+
+    base = private()
+    peak = [base]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], private())
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with pytest.warns(Warning, match="'data'"):  # tensor -> nested arrays
+            out = ds.to_spark(spark, method=method)
+        assert out.count() == rows
+    finally:
+        done.set()
+        sampler.join()
+    assert peak[0] - base < data / 2, f"driver grew {(peak[0] - base) / 2**20:.0f} MiB for {data / 2**20:.0f} MiB"
+
+
+def _python_without_pyarrow() -> str:
+    """Another interpreter of this Python version that has no pyarrow (the system one, here)."""
+    import subprocess
+
+    for candidate in ("/usr/bin/python3", "/bin/python3", "/usr/local/bin/python3"):
+        if not os.path.exists(candidate) or os.path.realpath(candidate) == os.path.realpath(sys.executable):
+            continue
+        probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); import pyarrow"],
+                               capture_output=True, text=True)
+        if probe.stdout.strip() == f"{sys.version_info[0]}.{sys.version_info[1]}" and probe.returncode != 0:
+            return candidate
+    pytest.skip("no interpreter of this Python version without pyarrow on this machine")
+
+
+@pytest.mark.parametrize("method", ["object_store", "copy"])
+def test_to_spark_runs_its_workers_in_this_python_when_the_session_points_elsewhere(spark, method):
+    """A session built without PYSPARK_PYTHON runs `python3` from PATH; ours must still find pyarrow."""
+    sc = spark.sparkContext
+    before = sc.pythonExec
+    sc.pythonExec = _python_without_pyarrow()  # what the session would use had PYSPARK_PYTHON been unset
+    try:
+        out = bridge.range(100, override_num_blocks=2).to_spark(spark, method=method)
+        assert sc.pythonExec != sys.executable  # the user's setting is left as it was
+        assert out.count() == 100
+        assert bridge.from_spark(out, method="map_in_arrow").count() == 100
+    finally:
+        sc.pythonExec = before

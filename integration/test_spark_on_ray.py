@@ -59,6 +59,15 @@ def test_dataset_outlives_spark_on_ray_and_goes_back_to_a_new_session(ray_spark)
         assert (row["k"], row["x"], row["v"]) == ("3", 5.0, [10.0, 1.0])
     finally:
         fresh.stop()
+    # The blocks Spark read from the object store are let go once their SparkContext has stopped.
+    import ray
+
+    from adapters import spark_adapter
+
+    holder, _ = spark_adapter._block_holder()
+    assert ray.get(holder.release.remote([])) >= 1
+    spark_adapter._release_stopped()
+    assert ray.get(holder.release.remote([])) == 0
 
 
 def _no_active_spark_context() -> bool:
