@@ -5,9 +5,9 @@ JVM (no pandas), the driver receives the Arrow record batches and ``ray.put`` s 
 The driver owns every block, so the Dataset stays valid after ``spark.stop()`` /
 ``bridge.stop_spark()``; nothing touches disk.  Two paths, chosen by ``method``:
 
-* ``"arrow_collect"`` (the ``"auto"`` choice when the session offers it): ``DataFrame.toArrow()``
-  (public, pyspark >= 4) or ``DataFrame._collect_as_arrow()`` (pyspark 3.x, the same JVM code
-  path ``toPandas`` uses).  The fastest way, and the lightest on memory (benchmark ``spark_from``).
+* ``"arrow_collect"`` (the ``"auto"`` choice when the session offers it): the JVM's Arrow batches
+  through ``DataFrame._collect_as_arrow()`` (pyspark 3.x and 4.x, the JVM code path ``toPandas``
+  and pyspark 4's public ``toArrow()`` use; ``toArrow()`` itself only where that is missing).  The fastest way, and the lightest on memory (benchmark ``spark_from``).
 * ``"map_in_arrow"``: every executor writes its partitions as Arrow IPC streams through the public
   ``DataFrame.mapInArrow`` (pyspark >= 3.3) and ``collect()`` brings the bytes to the driver.  Slower
   (a Python worker per executor, bytes pickled through the JVM) but public on every pyspark, so
@@ -273,13 +273,15 @@ def _read_ipc_rows(rows: list[Any]) -> Iterator[pa.Table]:
 
 
 def _collect_arrow(df: Any, num_blocks: int | None) -> list[pa.Table]:
-    if hasattr(df, "toArrow"):  # pyspark >= 4.0
-        table = df.toArrow()
-    elif hasattr(df, "_collect_as_arrow"):
+    # The JVM's own batches first (pyspark 3.x and 4.x): pyspark 4's public toArrow() casts them to a
+    # schema of its own, relabelling zones as UTC and failing on a vector column with a null row.
+    if hasattr(df, "_collect_as_arrow"):
         batches = df._collect_as_arrow()
         if not batches:
             return []
         table = pa.Table.from_batches(batches)
+    elif hasattr(df, "toArrow"):  # e.g. Spark Connect
+        table = df.toArrow()
     else:
         msg = f"from_spark: this {type(df).__module__} DataFrame has no Arrow collection (toArrow)"
         raise BridgeError(msg, 'use method="map_in_arrow" (or "auto")')
@@ -302,7 +304,7 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
             if table.num_rows == 0:
                 continue
             empty = False
-            yield spark_types.vectors_to_tensors(spark_types.repair_offsets(table), vectors)
+            yield spark_types.vectors_to_tensors(spark_types.relabel_zones(spark_types.repair_offsets(table), tz), vectors)
         if empty:  # an empty frame keeps its schema
             yield spark_types.empty_table(schema, tz, vectors)
 
@@ -629,7 +631,15 @@ def _release_plain_gateway() -> None:
 
 
 def stop_spark(cleanup_data: bool = True) -> None:
-    """Stop the Spark-on-Ray cluster started by :func:`init_spark` (Datasets made from it stay valid)."""
+    """Stop the Spark-on-Ray cluster started by :func:`init_spark` (Datasets made from it stay valid).
+
+    Also lets go of the blocks that ``to_spark`` DataFrames of stopped sessions kept in the object store.
+
+    Example:
+        >>> spark = bridge.init_spark("etl", num_executors=1, executor_cores=1, executor_memory="1g")  # doctest: +SKIP
+        >>> ds = bridge.from_spark(spark.range(10)); bridge.stop_spark(); ds.count()               # doctest: +SKIP
+        10
+    """
     import raydp
 
     with _spark_lock:

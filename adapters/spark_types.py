@@ -384,6 +384,36 @@ def _tensor_to_lists(chunk: pa.ExtensionArray) -> pa.Array:
 
 
 # ---------------------------------------------------------------- Java-written Arrow
+def _in_zone(t: pa.DataType, tz: str) -> pa.DataType:
+    """``t`` with every zoned timestamp in it (nested too) labelled ``tz``."""
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return t if t.tz == tz else pa.timestamp(t.unit, tz=tz)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        field = t.value_field.with_type(_in_zone(t.value_type, tz))
+        return pa.list_(field) if pa.types.is_list(t) else pa.large_list(field)
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_in_zone(t.key_type, tz)),
+                       t.item_field.with_type(_in_zone(t.item_type, tz)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_in_zone(t.field(i).type, tz)) for i in range(t.num_fields)])
+    return t
+
+
+def relabel_zones(table: pa.Table, tz: str | None) -> pa.Table:
+    """Zoned timestamps labelled with the session zone, as ``spark_to_arrow_type`` promises.
+
+    pyspark 3.x's Arrow collection labels them with the session zone already; pyspark 4's
+    ``toArrow`` labels them ``UTC``.  The instants are the same: only the label changes.
+    """
+    if tz is None:
+        return table
+    for i, field in enumerate(table.schema):
+        want = _in_zone(field.type, tz)
+        if want != field.type:
+            table = table.set_column(i, field.with_type(want), table.column(i).cast(want))
+    return table
+
+
 def repair_offsets(table: pa.Table) -> pa.Table:
     """Rewrite columns where Java's Arrow writer left an empty offsets buffer on a zero-length array.
 
