@@ -50,7 +50,20 @@ __version__ = "0.1.0"
 
 
 def from_any(obj: Any, **options: Any) -> Dataset:
-    """Convert any supported object (DataFrame of any engine, Arrow, NumPy, ...) to a Dataset."""
+    """Convert any supported object (DataFrame of any engine, Arrow, NumPy, ...) to a Dataset.
+
+    The registry picks the adapter by the object's type; anything else with ``__arrow_c_stream__``
+    (polars, DuckDB, ``pyarrow.RecordBatchReader``) is read as an Arrow stream.
+
+    Example:
+        >>> import pandas as pd
+        >>> import bridge
+        >>> bridge.from_any(pd.DataFrame({"x": [1, 2]})).take_all()
+        [{'x': 1}, {'x': 2}]
+        >>> import numpy as np
+        >>> bridge.from_any(np.arange(2)).take_all()
+        [{'data': 0}, {'data': 1}]
+    """
     from bridge.registry import from_any as _from_any
 
     return _from_any(obj, **options)

@@ -62,6 +62,15 @@ def from_block_refs(refs: list[ray.ObjectRef], metadata: list[BlockMetadata], *,
     Ray, Dask tasks): ``refs[i]`` holds a ``pyarrow.Table`` that ``metadata[i]``
     describes (``BlockMetadata.of(table)``).  The driver should own the refs (put
     them, or return them from tasks it started) so the Dataset outlives the engine.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> import ray
+        >>> import bridge
+        >>> from bridge.block import BlockMetadata
+        >>> table = pa.table({"x": [1, 2]})
+        >>> bridge.from_block_refs([ray.put(table)], [BlockMetadata.of(table)], name="Mine").count()
+        2
     """
     if len(refs) != len(metadata):
         from bridge.errors import BridgeValueError
@@ -135,7 +144,13 @@ def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa
 
 
 def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
-    """Rows ``i`` holding an array of ``shape`` filled with ``i``, in column ``data``."""
+    """Rows ``i`` holding an array of ``shape`` filled with ``i``, in column ``data``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.range_tensor(3, shape=(2, 2)).take_batch(3)["data"].shape
+        (3, 2, 2)
+    """
     from bridge.dataset import Dataset
     from bridge.io.range_datasource import RangeDatasource
 
@@ -171,6 +186,13 @@ def from_arrow(tables: Any, *, override_num_blocks: int | None = None) -> Materi
 
     Polars and DuckDB results, ``pyarrow.RecordBatchReader`` and pandas (via pyarrow) all
     implement the Arrow PyCapsule stream and convert without a dedicated adapter.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> import bridge
+        >>> ds = bridge.from_arrow(pa.table({"x": [1, 2, 3]}), override_num_blocks=2)
+        >>> ds.num_blocks(), ds.sum("x")
+        (2, 6)
     """
     if isinstance(tables, (list, tuple)):
         parts = [_as_table(t) for t in tables]
@@ -201,6 +223,16 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
 
     A named or non-default index is kept (as a column with pandas metadata) and
     comes back from ``to_pandas()``; a default ``RangeIndex`` is dropped.
+
+    Example:
+        >>> import pandas as pd
+        >>> import bridge
+        >>> df = pd.DataFrame({"x": [1, None]}, dtype="Int64", index=pd.Index(["a", "b"], name="key"))
+        >>> bridge.from_pandas(df).to_pandas()
+             x
+        key
+        a      1
+        b   <NA>
     """
     frames = dfs if isinstance(dfs, (list, tuple)) else [dfs]
     blocks: list[Block] = []
@@ -250,7 +282,16 @@ def pandas_to_block(df: Any, like: pa.Schema | None = None) -> Block:
 
 def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
     """A Dataset from an ndarray (column ``data``; n-d arrays become tensor columns),
-    a list of ndarrays (one block each) or a dict of column -> ndarray."""
+    a list of ndarrays (one block each) or a dict of column -> ndarray.
+
+    Example:
+        >>> import numpy as np
+        >>> import bridge
+        >>> bridge.from_numpy({"x": np.arange(3), "y": np.ones(3)}).take(1)
+        [{'x': 0, 'y': 1.0}]
+        >>> bridge.from_numpy(np.zeros((4, 2, 3))).schema().field("data").type.shape
+        [2, 3]
+    """
     from bridge.batch import to_block
 
     if isinstance(arrays, Mapping):
@@ -285,7 +326,15 @@ def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
 
 
 def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
-    """A Dataset over references to ``pyarrow.Table`` s already in the object store (no copy)."""
+    """A Dataset over references to ``pyarrow.Table`` s already in the object store (no copy).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> import ray
+        >>> import bridge
+        >>> bridge.from_arrow_refs([ray.put(pa.table({"x": [1, 2]}))]).take_all()
+        [{'x': 1}, {'x': 2}]
+    """
     from bridge._ray import ensure_ray
 
     ensure_ray()
@@ -303,10 +352,26 @@ def _from_refs(refs: list[ray.ObjectRef], kind: str, name: str) -> MaterializedD
 
 
 def from_pandas_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
-    """A Dataset over references to DataFrames, converted to Arrow in Ray tasks."""
+    """A Dataset over references to DataFrames, converted to Arrow in Ray tasks.
+
+    Example:
+        >>> import pandas as pd
+        >>> import ray
+        >>> import bridge
+        >>> bridge.from_pandas_refs([ray.put(pd.DataFrame({"x": [1, 2]}))]).count()
+        2
+    """
     return _from_refs(list(refs), "pandas", "FromPandasRefs")
 
 
 def from_numpy_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
-    """A Dataset over references to ndarrays (or dicts of them), converted in Ray tasks."""
+    """A Dataset over references to ndarrays (or dicts of them), converted in Ray tasks.
+
+    Example:
+        >>> import numpy as np
+        >>> import ray
+        >>> import bridge
+        >>> bridge.from_numpy_refs([ray.put(np.arange(3))]).take_all()
+        [{'data': 0}, {'data': 1}, {'data': 2}]
+    """
     return _from_refs(list(refs), "numpy", "FromNumpyRefs")
