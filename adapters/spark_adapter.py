@@ -69,6 +69,7 @@ JAVA17_OPTIONS = " ".join(
 _JAVA_OPTION_KEYS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions",
                      "spark.ray.raydp_app_master.extraJavaOptions")
 _spark_lock = threading.Lock()
+_python_exec_lock = threading.RLock()
 
 
 # ---------------------------------------------------------------- executor-side functions
@@ -130,17 +131,25 @@ def _workers_run_this_python(spark: Any) -> Iterator[None]:
     Spark records the interpreter in each Python function when it is made, so only the functions
     made inside this block change; the user's own UDFs keep the session's setting.
     """
-    sc = spark.sparkContext
-    current = getattr(sc, "pythonExec", None)
-    master = str(sc.master or "")
-    if current is None or not master.startswith("local") or current == sys.executable:
+    try:
+        sc = spark.sparkContext
+        master = str(sc.master or "")
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext: its server runs the workers
         yield
         return
-    sc.pythonExec = sys.executable
-    try:
+    if not master.startswith("local"):
         yield
-    finally:
-        sc.pythonExec = current
+        return
+    with _python_exec_lock:  # one swap at a time: another thread's function must not record the restored value
+        current = getattr(sc, "pythonExec", None)
+        if current is None or current == sys.executable:
+            yield
+            return
+        sc.pythonExec = sys.executable
+        try:
+            yield
+        finally:
+            sc.pythonExec = current
 
 
 # ---------------------------------------------------------------- Spark -> Dataset
@@ -215,6 +224,7 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
         msg = f"from_spark() needs a pyspark.sql.DataFrame; got {type(df).__module__}.{type(df).__name__}"
         raise BridgeError(msg, "build one with spark.createDataFrame(...) or spark.sql(...)")
     _check_session_running(df, "from_spark")
+    _release_stopped()  # blocks kept for to_spark frames of sessions stopped since
     vectors = spark_types.check_spark_schema(df.schema)
     if parallelism is not None and parallelism < 1:
         raise BridgeError(f"from_spark: parallelism must be >= 1; got {parallelism}", "pass e.g. parallelism=8")
@@ -359,14 +369,19 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
         schema, session_tz=session_tz, conversions=conversions)
     # The caller's frame: to_spark <- SparkAdapter.from_dataset <- to_any <- Dataset.to_spark.
     spark_types.warn_conversions(conversions, stacklevel=5)
-    refs = _spark_ready_refs([(ref, m) for ref, m in pairs if m.num_rows != 0], target)
+    nonempty = [(ref, m) for ref, m in pairs if m.num_rows != 0]
     if method == "auto":
         method = "object_store" if _executors_share_ray(spark) else "copy"
+    key = None
+    if method == "object_store" and nonempty:  # cast first: a column Spark cannot hold raises here
+        key = _hold(spark, _spark_ready_refs(nonempty, target))
     try:
-        if method == "object_store":
-            out = _frame_from_object_store(spark, refs, spark_schema)
+        if not nonempty:  # nothing to read: no worker needs Ray or the data
+            out = spark.createDataFrame([], spark_schema)
+        elif key is not None:
+            out = _frame_from_object_store(spark, key, len(nonempty), spark_schema)
         else:
-            out = _frame_from_copies(spark, refs, spark_schema)
+            out = _frame_from_copies(spark, nonempty, target, spark_schema)
         if vectors:
             from pyspark.ml.functions import array_to_vector
             from pyspark.sql import functions as F
@@ -375,8 +390,12 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
                 quoted = "`" + name.replace("`", "``") + "`"
                 col = F.col(quoted)  # array_to_vector throws on null arrays: keep them null
                 out = out.withColumn(name, F.when(col.isNull(), F.lit(None)).otherwise(array_to_vector(col)))
-    except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
-        raise _wrap_spark_failure(err, "to_spark") from err
+    except BaseException as err:
+        if key is not None:
+            _release([key])
+        if isinstance(err, Exception) and not isinstance(err, BridgeError):  # Py4J / Spark errors
+            raise _wrap_spark_failure(err, "to_spark") from err
+        raise
     return out
 
 
@@ -398,16 +417,23 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
 
 def _executors_share_ray(spark: Any) -> bool:
     """Whether Spark's Python workers run on this Ray cluster's machines: local mode, or Spark on Ray."""
-    master = str(spark.sparkContext.master or "")
+    try:
+        master = str(spark.sparkContext.master or "")
+    except Exception:  # noqa: BLE001 - Spark Connect: the workers are the server's
+        return False
+    from ray.util.client import ray as client
+
+    if client.is_connected():  # Ray Client: this machine runs no raylet for Spark's workers to join
+        return False
     return master.startswith("local") or master.startswith("ray")
 
 
-def _frame_from_copies(spark: Any, refs: list[Any], spark_schema: Any) -> Any:
-    """Each block as one Arrow IPC stream, streamed into the JVM by ``parallelize`` (the driver holds one
-    block at a time), decoded by ``mapInArrow`` on the executors; Spark owns the data afterwards."""
+def _frame_from_copies(spark: Any, pairs: list[tuple[Any, Any]], target: pa.Schema, spark_schema: Any) -> Any:
+    """Each block cast and written as one Arrow IPC stream, streamed into the JVM by ``parallelize`` (the
+    driver holds one block at a time), decoded by ``mapInArrow`` on the executors; Spark owns the data."""
     from pyspark.sql import types as T
 
-    rdd = spark.sparkContext.parallelize(_IpcPayloads(refs), max(1, len(refs)))
+    rdd = spark.sparkContext.parallelize(_IpcPayloads(pairs, target), len(pairs))
     ipc_schema = T.StructType([T.StructField("ipc", T.BinaryType(), False)])
     with _workers_run_this_python(spark):
         return spark.createDataFrame(rdd, ipc_schema).mapInArrow(_make_ipc_decoder(), spark_schema)
@@ -417,43 +443,63 @@ class _IpcPayloads:
     """A sized, lazy sequence of ``(ipc_bytes,)`` rows: ``parallelize`` takes its length, then writes one
     block's stream at a time to the file the JVM reads (a list would hold every block in the driver)."""
 
-    def __init__(self, refs: list[Any]) -> None:
-        self._refs = refs
+    def __init__(self, pairs: list[tuple[Any, Any]], target: pa.Schema) -> None:
+        self._pairs = pairs
+        self._target = target
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return len(self._pairs)
 
     def __iter__(self) -> Iterator[tuple[bytes]]:
         import ray
 
-        for ref in self._refs:
-            yield (_encode_block(ray.get(ref)),)
+        for ref, _meta in self._pairs:
+            block = ray.get(ref)
+            if not block.schema.equals(self._target):  # raises naming the column, before Spark runs a job
+                block = spark_types.prepare_block(block, self._target)
+            yield (_encode_block(block),)
 
 
-def _frame_from_object_store(spark: Any, refs: list[Any], spark_schema: Any) -> Any:
-    """A frame of block indices whose ``mapInArrow`` reads each block from the object store.
+def _hold(spark: Any, refs: list[Any]) -> str:
+    """Pin ``refs`` in this driver's holder actor until ``spark``'s SparkContext stops; their key.
 
-    The blocks stay pinned by a holder actor until the SparkContext stops (checked at every
-    ``to_spark`` and by ``bridge.stop_spark``): the DataFrame may be re-evaluated at any action.
+    Checked at every ``to_spark``/``from_spark`` and by ``bridge.stop_spark``: a DataFrame may be
+    re-evaluated at any action, so its blocks live as long as the context that can run it.
     """
+    import ray
+
+    _release_stopped()
+    key = uuid.uuid4().hex
+    for attempt in range(2):
+        holder, _name = _block_holder()
+        try:
+            ray.get(holder.hold.remote(key, refs))
+            break
+        except ray.exceptions.RayActorError:  # it died (memory monitor, lost node): a new one
+            with _held_lock:
+                _holders.clear()
+            if attempt:
+                raise
+    with _held_lock:
+        _held.append((spark.sparkContext, key))
+    return key
+
+
+def _frame_from_object_store(spark: Any, key: str, count: int, spark_schema: Any) -> Any:
+    """A frame of block indices whose ``mapInArrow`` reads each block from the object store."""
     import ray
     from pyspark.sql import types as T
 
-    holder, name = _block_holder()
-    _release_stopped(holder)
-    key = uuid.uuid4().hex
-    ray.get(holder.hold.remote(key, refs))
-    with _held_lock:
-        _held.append((spark.sparkContext, key))
+    _holder, name = _block_holder()
     context = ray.get_runtime_context()
-    reader = _make_block_reader(context.gcs_address, context.namespace, name, key)
-    rdd = spark.sparkContext.parallelize([(i,) for i in range(len(refs))], max(1, len(refs)))
+    reader = _make_block_reader(context.gcs_address, context.get_session_name(), context.namespace, name, key)
+    rdd = spark.sparkContext.parallelize([(i,) for i in range(count)], count)
     index_schema = T.StructType([T.StructField("block", T.LongType(), False)])
     with _workers_run_this_python(spark):
         return spark.createDataFrame(rdd, index_schema).mapInArrow(reader, spark_schema)
 
 
-def _make_block_reader(address: str, namespace: str, holder_name: str,
+def _make_block_reader(address: str, session: str, namespace: str, holder_name: str,
                        key: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A ``mapInArrow`` function: block indices -> the blocks' record batches, read from the object store.
 
@@ -466,17 +512,17 @@ def _make_block_reader(address: str, namespace: str, holder_name: str,
 
         import ray
 
-        if ray.is_initialized() and ray.get_runtime_context().gcs_address != address:
-            ray.shutdown()
-        if not ray.is_initialized():
-            try:
+        try:
+            if ray.is_initialized() and ray.get_runtime_context().get_session_name() != session:
+                ray.shutdown()  # a reused worker still connected to an earlier cluster
+            if not ray.is_initialized():
                 ray.init(address=address, namespace=namespace, log_to_driver=False, logging_level=logging.WARNING)
-            except Exception as err:  # noqa: BLE001 - whatever stops the connection, say what to do
-                raise RuntimeError(
-                    f"raybridge to_spark: this Spark Python worker cannot reach the Ray cluster at {address} "
-                    f"({type(err).__name__}: {err}); use ds.to_spark(spark, method='copy'), which gives "
-                    "Spark its own copy of the data") from err
-        holder = ray.get_actor(holder_name, namespace=namespace)
+            holder = ray.get_actor(holder_name, namespace=namespace)
+        except Exception as err:  # noqa: BLE001 - whatever stops the connection, say what to do
+            raise RuntimeError(
+                f"raybridge to_spark: this Spark Python worker cannot read the blocks from the Ray cluster at "
+                f"{address} ({type(err).__name__}: {err}); the driver that made the DataFrame must still run, or "
+                "use ds.to_spark(spark, method='copy'), which gives Spark its own copy of the data") from err
         for batch in batches:
             indices = batch.column(0).to_pylist()
             if not indices:
@@ -517,11 +563,18 @@ _held: list[tuple[Any, str]] = []
 _holders: dict[str, Any] = {}
 
 
+def _holder_name() -> str:
+    import ray
+
+    context = ray.get_runtime_context()  # a restarted local cluster numbers its jobs from 1 again
+    return f"raybridge-spark-blocks-{context.get_session_name()}-{context.get_job_id()}"
+
+
 def _block_holder() -> tuple[Any, str]:
     """This driver's holder actor (zero CPUs, so a Spark-on-Ray cluster holding every CPU cannot block it)."""
     import ray
 
-    name = f"raybridge-spark-blocks-{ray.get_runtime_context().get_job_id()}"
+    name = _holder_name()
     with _held_lock:
         if name not in _holders:  # a named actor dies with its last handle: keep one for the driver's life
             _holders.clear()
@@ -529,17 +582,26 @@ def _block_holder() -> tuple[Any, str]:
         return _holders[name], name
 
 
-def _release_stopped(holder: Any = None, everything: bool = False) -> None:
-    """Let go of the blocks of DataFrames whose SparkContext has stopped (all of them with ``everything``)."""
+def _release(keys: list[str]) -> None:
+    """Let the holder of this Ray session go of ``keys`` (none there: they went with an earlier session)."""
     import ray
 
     with _held_lock:
-        gone = [(sc, key) for sc, key in _held if everything or getattr(sc, "_jsc", None) is None]
-        for item in gone:
-            _held.remove(item)
-    if gone and ray.is_initialized():
-        holder = holder if holder is not None else _block_holder()[0]
-        ray.get(holder.release.remote([key for _, key in gone]))
+        _held[:] = [(sc, key) for sc, key in _held if key not in keys]
+        holder = _holders.get(_holder_name()) if ray.is_initialized() else None
+    if holder is not None and keys:
+        try:
+            ray.get(holder.release.remote(keys))
+        except ray.exceptions.RayActorError:  # the holder is gone, and the blocks with it
+            pass
+
+
+def _release_stopped() -> None:
+    """Let go of the blocks of DataFrames whose SparkContext has stopped."""
+    with _held_lock:
+        gone = [key for sc, key in _held if getattr(sc, "_jsc", None) is None]
+    if gone:
+        _release(gone)
 
 
 def _encode_block(block: pa.Table) -> bytes:

@@ -293,3 +293,17 @@ def test_to_spark_runs_its_workers_in_this_python_when_the_session_points_elsewh
         assert bridge.from_spark(out, method="map_in_arrow").count() == 100
     finally:
         sc.pythonExec = before
+
+
+@pytest.mark.parametrize("method", ["object_store", "copy"])
+def test_to_spark_of_no_rows_keeps_the_schema_and_needs_no_worker(spark, method):
+    ds = bridge.from_arrow(pa.table({"x": pa.array([], pa.int64()), "s": pa.array([], pa.string())}))
+    out = ds.to_spark(spark, method=method)
+    assert out.count() == 0 and out.columns == ["x", "s"]
+
+
+@pytest.mark.parametrize("method", ["object_store", "copy"])
+def test_to_spark_refuses_lost_nanoseconds_at_the_call_on_both_ways(spark, method):
+    ds = bridge.from_arrow(pa.table({"t_ns": pa.array([1, 2], pa.timestamp("ns"))}))
+    with pytest.warns(Warning), pytest.raises(UnsupportedTypeError, match="'t_ns'"):
+        ds.to_spark(spark, method=method)
