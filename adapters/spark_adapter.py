@@ -7,7 +7,8 @@ The driver owns every block, so the Dataset stays valid after ``spark.stop()`` /
 
 * ``"arrow_collect"`` (the ``"auto"`` choice when the session offers it): the JVM's Arrow batches
   through ``DataFrame._collect_as_arrow()`` (pyspark 3.x and 4.x, the JVM code path ``toPandas``
-  and pyspark 4's public ``toArrow()`` use; ``toArrow()`` itself only where that is missing).  The fastest way, and the lightest on memory (benchmark ``spark_from``).
+  and pyspark 4's public ``toArrow()`` use; ``toArrow()`` itself only where that is missing).
+  The fastest way, and the lightest on memory (benchmark ``spark_from``).
 * ``"map_in_arrow"``: every executor writes its partitions as Arrow IPC streams through the public
   ``DataFrame.mapInArrow`` (pyspark >= 3.3) and ``collect()`` brings the bytes to the driver.  Slower
   (a Python worker per executor, bytes pickled through the JVM) but public on every pyspark, so
@@ -314,7 +315,8 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
             if table.num_rows == 0:
                 continue
             empty = False
-            yield spark_types.vectors_to_tensors(spark_types.relabel_zones(spark_types.repair_offsets(table), tz), vectors)
+            table = spark_types.relabel_zones(spark_types.repair_offsets(table), tz)
+            yield spark_types.vectors_to_tensors(table, vectors)
         if empty:  # an empty frame keeps its schema
             yield spark_types.empty_table(schema, tz, vectors)
 
@@ -410,8 +412,9 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
             out.append(ref)
             continue
         block = ray.get(ref)
-        out.append(ref if block.schema.equals(target) else ray.put(spark_types.prepare_block(block, target)))
-        del block
+        ready = spark_types.prepare_block(block, target)
+        out.append(ref if ready is block else ray.put(ready))
+        del block, ready
     return out
 
 
@@ -453,11 +456,8 @@ class _IpcPayloads:
     def __iter__(self) -> Iterator[tuple[bytes]]:
         import ray
 
-        for ref, _meta in self._pairs:
-            block = ray.get(ref)
-            if not block.schema.equals(self._target):  # raises naming the column, before Spark runs a job
-                block = spark_types.prepare_block(block, self._target)
-            yield (_encode_block(block),)
+        for ref, _meta in self._pairs:  # a cast that fails raises naming the column, before Spark runs a job
+            yield (_encode_block(spark_types.prepare_block(ray.get(ref), self._target)),)
 
 
 def _hold(spark: Any, refs: list[Any]) -> str:
@@ -490,9 +490,9 @@ def _frame_from_object_store(spark: Any, key: str, count: int, spark_schema: Any
     import ray
     from pyspark.sql import types as T
 
-    _holder, name = _block_holder()
     context = ray.get_runtime_context()
-    reader = _make_block_reader(context.gcs_address, context.get_session_name(), context.namespace, name, key)
+    reader = _make_block_reader(context.gcs_address, context.get_session_name(), context.namespace,
+                                _holder_name(), key)
     rdd = spark.sparkContext.parallelize([(i,) for i in range(count)], count)
     index_schema = T.StructType([T.StructField("block", T.LongType(), False)])
     with _workers_run_this_python(spark):

@@ -52,6 +52,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge.block import map_child_types
 from bridge.errors import ConversionWarning, UnsupportedTypeError
 
 #: Field metadata marking a tensor column that was an MLlib vector in Spark.
@@ -349,7 +350,12 @@ def _spark_type(t: pa.DataType, column: str, conversions: list[Conversion] | Non
 
 
 def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
-    """Cast a block to the exact Arrow schema Spark reads (tensors unfolded to nested lists)."""
+    """Cast a block to the exact Arrow schema Spark reads (tensors unfolded to nested lists).
+
+    A block already in that schema is returned as it is (the same object).
+    """
+    if block.schema.equals(target):
+        return block
     columns = []
     for field, col in zip(block.schema, block.columns):
         if isinstance(field.type, pa.FixedShapeTensorType):
@@ -388,15 +394,7 @@ def _in_zone(t: pa.DataType, tz: str) -> pa.DataType:
     """``t`` with every zoned timestamp in it (nested too) labelled ``tz``."""
     if pa.types.is_timestamp(t) and t.tz is not None:
         return t if t.tz == tz else pa.timestamp(t.unit, tz=tz)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        field = t.value_field.with_type(_in_zone(t.value_type, tz))
-        return pa.list_(field) if pa.types.is_list(t) else pa.large_list(field)
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_in_zone(t.key_type, tz)),
-                       t.item_field.with_type(_in_zone(t.item_type, tz)))
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_in_zone(t.field(i).type, tz)) for i in range(t.num_fields)])
-    return t
+    return map_child_types(t, lambda child: _in_zone(child, tz))
 
 
 def relabel_zones(table: pa.Table, tz: str | None) -> pa.Table:

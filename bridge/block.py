@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -97,20 +97,27 @@ def _normalized(t: pa.DataType) -> pa.DataType:
         return _VIEW_TYPES[name]
     if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
         return pa.large_list(_normalized(t.value_type))
+    return map_child_types(t, _normalized)
+
+
+def map_child_types(t: pa.DataType, fn: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``t`` with ``fn`` applied to each of its direct child types (list, large and fixed-size list, struct,
+    map, dictionary values), field names, nullability and flags kept; other types are returned as they are.
+    A recursive ``fn`` that calls this for the types it does not change walks a whole nested type."""
     if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_normalized(t.value_type)))
+        return pa.list_(t.value_field.with_type(fn(t.value_type)))
     if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_normalized(t.value_type)))
+        return pa.large_list(t.value_field.with_type(fn(t.value_type)))
     if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_normalized(t.value_type)), t.list_size)
+        return pa.list_(t.value_field.with_type(fn(t.value_type)), t.list_size)
     if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_normalized(t.field(i).type)) for i in range(t.num_fields)])
+        return pa.struct([t.field(i).with_type(fn(t.field(i).type)) for i in range(t.num_fields)])
     if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_normalized(t.key_type)), t.item_field.with_type(_normalized(t.item_type)),
+        return pa.map_(t.key_field.with_type(fn(t.key_type)), t.item_field.with_type(fn(t.item_type)),
                        keys_sorted=t.keys_sorted)
     if pa.types.is_dictionary(t):
         # polars' Categorical arrives as dictionary<string_view>.
-        return pa.dictionary(t.index_type, _normalized(t.value_type), t.ordered)
+        return pa.dictionary(t.index_type, fn(t.value_type), t.ordered)
     return t
 
 

@@ -215,7 +215,9 @@ def test_object_store_frame_is_the_default_here_and_outlives_the_dataset_object(
 
     assert spark_adapter._executors_share_ray(spark)  # local[...]: Spark's workers can reach Ray
     ds = bridge.range(5000, override_num_blocks=5).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
+    held = len(spark_adapter._held)
     out = ds.to_spark(spark)
+    assert len(spark_adapter._held) == held + 1  # "auto" took the object store: its blocks are pinned
     del ds
     gc.collect()
     for _ in range(2):  # every action reads the blocks again: the holder keeps them
