@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import ray
 
-from adapters._protocol import module_of
 from bridge.block import BlockMetadata
 from bridge.errors import BridgeError
+
+from ._protocol import module_of
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import ray
 
-from adapters._protocol import module_of
 from bridge.errors import BridgeError
+
+from ._protocol import module_of
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset

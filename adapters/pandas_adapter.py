@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from adapters._protocol import module_of
+from ._protocol import module_of
 
 
 class PandasAdapter:

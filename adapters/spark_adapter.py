@@ -29,7 +29,7 @@ raises at the call).  Then, chosen by ``method``:
 
 No Ray task runs in either, so a Spark-on-Ray cluster that holds every CPU cannot make it hang.
 
-Types follow the table in :mod:`adapters.spark_types`.
+Types follow the table in :mod:`raybridge_adapters.spark_types`.
 
 Example:
     >>> import bridge
@@ -50,8 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from adapters import spark_types
 from bridge.errors import BridgeError, BridgeValueError
+
+from . import spark_types
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
@@ -327,7 +328,7 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
 def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     """A Dataset -> a Spark DataFrame (one partition per non-empty block) in ``spark``.
 
-    Types follow :mod:`adapters.spark_types`; each column converted by one of its written rules
+    Types follow :mod:`raybridge_adapters.spark_types`; each column converted by one of its written rules
     (uint8 -> smallint, a zone other than the session's, a tensor -> nested arrays, ...) gives one
     :class:`~bridge.errors.ConversionWarning` naming the column, both types and the rule; a column
     Spark cannot hold raises :class:`~bridge.errors.UnsupportedTypeError` here, not in a later job.

@@ -81,7 +81,7 @@ def spec_for(tf: Any, name: str, t: pa.DataType) -> Any:
 
 
 def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any) -> Any:
-    from adapters.training_columns import training_column
+    from .training_columns import training_column
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":

@@ -1,7 +1,7 @@
 """PyTorch <-> Dataset: ``iter_torch_batches``, ``to_torch`` (an IterableDataset) and ``from_torch``.
 
-The dtype rules and the device copy are in :mod:`adapters.torch_format`; the
-``IterableDataset`` (ranks, DataLoader workers, resume) in :mod:`adapters.torch_iterable`.
+The dtype rules and the device copy are in :mod:`raybridge_adapters.torch_format`; the
+``IterableDataset`` (ranks, DataLoader workers, resume) in :mod:`raybridge_adapters.torch_iterable`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from adapters.torch_format import _torch, make_formatter, torch_batch_converter, torch_batch_stream
+from .torch_format import _torch, make_formatter, torch_batch_converter, torch_batch_stream
 
 
 def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
@@ -112,6 +112,6 @@ def __getattr__(name: str) -> Any:
 
 def _iterable_dataset_class() -> type:
     _torch()  # a clear MissingDependencyError when torch is absent
-    from adapters.torch_iterable import TorchIterableDataset
+    from .torch_iterable import TorchIterableDataset
 
     return TorchIterableDataset

@@ -86,7 +86,7 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) ->
     Run once per run of batches (see ``bridge/iteration/block_format.py``); the
     batches are then slices of these tensors.
     """
-    from adapters.training_columns import training_column
+    from .training_columns import training_column
 
     torch = _torch()
     # Column rules first: their warnings (timestamps) must reach the user.

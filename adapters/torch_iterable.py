@@ -1,7 +1,7 @@
 """``ds.to_torch()``: a ``torch.utils.data.IterableDataset`` over a Dataset.
 
 The class subclasses torch's; this module is loaded only with the torch adapter
-(``bridge`` never imports it), and ``adapters.torch_adapter.TorchIterableDataset``
+(``bridge`` never imports it), and ``raybridge_adapters.torch_adapter.TorchIterableDataset``
 names the same class.
 
 * **Ranks.** With ``torch.distributed`` initialised (or explicit ``rank=`` /
@@ -14,7 +14,7 @@ names the same class.
   else ``0``) so the shares never overlap.  ``streaming_split`` runs the plan once
   for all ranks instead.
 * **DataLoader workers.** With ``num_workers=k`` the creating process feeds
-  batch ``i`` to worker ``i % k`` (:mod:`adapters.worker_feed`): every row
+  batch ``i`` to worker ``i % k`` (:mod:`raybridge_adapters.worker_feed`): every row
   exactly once, in the same order as ``num_workers=0``, converted in parallel.
   Use ``DataLoader(tds, batch_size=None)`` when ``batch_size`` is set here.
 * **Length.** ``len()`` is this rank's batches (or rows when ``batch_size=None``).
@@ -31,8 +31,9 @@ from typing import Any
 
 import torch
 
-from adapters.worker_feed import WorkerFeed, worker_batches
 from bridge.iteration.resumable import BatchIterator, check_state, new_seed
+
+from .worker_feed import WorkerFeed, worker_batches
 
 #: Rows per chunk sent to workers when the exporter yields single rows.
 _ROW_CHUNK = 1024
@@ -53,7 +54,7 @@ def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[i
 
 
 class TorchIterableDataset(torch.utils.data.IterableDataset):
-    """A Dataset as a torch ``IterableDataset`` (see :mod:`adapters.torch_iterable`).
+    """A Dataset as a torch ``IterableDataset`` (see :mod:`raybridge_adapters.torch_iterable`).
 
     Example:
         >>> import bridge, torch
@@ -68,7 +69,7 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
                  drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                  local_shuffle_seed: int | None = None, prefetch_batches: int = 1, rank: int | None = None,
                  world_size: int | None = None, seed: int | None = None, equal: bool = True) -> None:
-        from adapters.torch_format import make_formatter
+        from .torch_format import make_formatter
 
         self._ds = ds
         self.batch_size = batch_size
@@ -152,7 +153,7 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self.epoch, self.rows_consumed = self.epoch + 1, 0
 
     def __iter__(self) -> Iterator[Any]:
-        from adapters.torch_format import make_formatter
+        from .torch_format import make_formatter
 
         info = torch.utils.data.get_worker_info()
         if info is not None and os.getpid() != self._owner_pid:

@@ -192,8 +192,8 @@ _LAZY = {
     # Iteration (bridge/iteration/data_iterator.py)
     "DataIterator": "bridge.iteration.data_iterator",
     # Spark on Ray (adapters/spark_adapter.py)
-    "init_spark": "adapters.spark_adapter",
-    "stop_spark": "adapters.spark_adapter",
+    "init_spark": "raybridge_adapters.spark_adapter",
+    "stop_spark": "raybridge_adapters.spark_adapter",
 }
 
 

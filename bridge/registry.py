@@ -41,16 +41,16 @@ class Adapter(Protocol):
 
 #: name -> (module holding ADAPTER, import name of the framework, pip extra)
 _BUILTIN: dict[str, tuple[str, str, str]] = {
-    "arrow": ("adapters.arrow_adapter", "pyarrow", "raybridge"),
-    "pandas": ("adapters.pandas_adapter", "pandas", "raybridge[pandas]"),
-    "numpy": ("adapters.numpy_adapter", "numpy", "raybridge"),
-    "dask": ("adapters.dask_adapter", "dask", "raybridge[dask]"),
-    "spark": ("adapters.spark_adapter", "pyspark", "raybridge[spark]"),
-    "modin": ("adapters.modin_adapter", "modin", "raybridge[modin]"),
-    "mars": ("adapters.mars_adapter", "xorbits", "raybridge[mars]"),
-    "torch": ("adapters.torch_adapter", "torch", "raybridge[torch]"),
-    "tf": ("adapters.tf_adapter", "tensorflow", "raybridge[tf]"),
-    "ray_data": ("adapters.ray_data_adapter", "ray", "raybridge"),
+    "arrow": ("raybridge_adapters.arrow_adapter", "pyarrow", "raybridge"),
+    "pandas": ("raybridge_adapters.pandas_adapter", "pandas", "raybridge[pandas]"),
+    "numpy": ("raybridge_adapters.numpy_adapter", "numpy", "raybridge"),
+    "dask": ("raybridge_adapters.dask_adapter", "dask", "raybridge[dask]"),
+    "spark": ("raybridge_adapters.spark_adapter", "pyspark", "raybridge[spark]"),
+    "modin": ("raybridge_adapters.modin_adapter", "modin", "raybridge[modin]"),
+    "mars": ("raybridge_adapters.mars_adapter", "xorbits", "raybridge[mars]"),
+    "torch": ("raybridge_adapters.torch_adapter", "torch", "raybridge[torch]"),
+    "tf": ("raybridge_adapters.tf_adapter", "tensorflow", "raybridge[tf]"),
+    "ray_data": ("raybridge_adapters.ray_data_adapter", "ray", "raybridge"),
 }
 _ALIASES = {"pyarrow": "arrow", "np": "numpy", "pd": "pandas", "pyspark": "spark", "tensorflow": "tf",
             "pytorch": "torch", "xorbits": "mars", "ray.data": "ray_data"}

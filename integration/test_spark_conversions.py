@@ -42,7 +42,7 @@ def spark():
 
 def _conversions(schema: pa.Schema, session_tz: str | None = SESSION_TZ) -> dict[str, list[str]]:
     """Column -> the messages of the ConversionWarnings ``to_spark``'s schema step gives."""
-    from adapters import spark_types
+    from raybridge_adapters import spark_types
 
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")

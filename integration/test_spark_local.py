@@ -211,7 +211,7 @@ def test_to_spark_methods_give_the_same_rows(spark, method):
 def test_object_store_frame_is_the_default_here_and_outlives_the_dataset_object(spark):
     import gc
 
-    from adapters import spark_adapter
+    from raybridge_adapters import spark_adapter
 
     assert spark_adapter._executors_share_ray(spark)  # local[...]: Spark's workers can reach Ray
     ds = bridge.range(5000, override_num_blocks=5).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})

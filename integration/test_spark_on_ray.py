@@ -62,7 +62,7 @@ def test_dataset_outlives_spark_on_ray_and_goes_back_to_a_new_session(ray_spark)
     # The blocks Spark read from the object store are let go once their SparkContext has stopped.
     import ray
 
-    from adapters import spark_adapter
+    from raybridge_adapters import spark_adapter
 
     holder, _ = spark_adapter._block_holder()
     assert ray.get(holder.release.remote([])) >= 1

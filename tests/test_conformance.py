@@ -52,7 +52,7 @@ def test_round_trip_through_the_adapter(constructor):
         table = pa.RecordBatchReader.from_stream(bridge.from_any(constructor.make(DATA))).read_all()
         _same(table.to_pydict(), DATA)
         return
-    from adapters import get_adapter
+    from raybridge_adapters import get_adapter
 
     ds = bridge.from_any(constructor.make(DATA))
     native = get_adapter(constructor.adapter).from_dataset(ds, **constructor.back_options)
@@ -141,7 +141,7 @@ def test_nulls_dates_and_nested_survive_both_ways(constructor):
     _same_values(got, theirs, f"{constructor.name} -> Dataset")
     if constructor.adapter is None:
         return
-    from adapters import get_adapter
+    from raybridge_adapters import get_adapter
 
     back = constructor.to_pydict(get_adapter(constructor.adapter).from_dataset(ds, **constructor.back_options))
     for (name, col), _why in SOURCE_VALUES.items():

@@ -114,7 +114,7 @@ def test_in_process_distributed_cluster_is_fetched_through_the_driver():
 
 
 def test_not_a_dask_frame_is_refused_with_a_hint():
-    from adapters import get_adapter
+    from raybridge_adapters import get_adapter
 
     with pytest.raises(bridge.BridgeError, match="Hint:"):
         get_adapter("dask").to_dataset(pd.DataFrame({"x": [1]}))
@@ -124,7 +124,7 @@ def test_not_a_dask_frame_is_refused_with_a_hint():
 def test_partitions_this_process_holds_are_put_without_a_task(persist):
     # from_pandas, and a frame persisted with a local scheduler, hold their partitions in this
     # process: they are converted here and put once, not pickled into a task and copied again.
-    from adapters.dask_adapter import _held_by_driver, _keep_nested_objects, _subgraphs
+    from raybridge_adapters.dask_adapter import _held_by_driver, _keep_nested_objects, _subgraphs
 
     pdf = pd.DataFrame({"a": np.arange(40), "s": [f"x{i}" for i in range(40)]})
     ddf = dd.from_pandas(pdf, npartitions=4)

@@ -127,7 +127,7 @@ def _torch_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
 
 def _forget_conversion_warnings() -> None:
     """Training formats warn once per process and column; each matrix run must see its own warning."""
-    from adapters import training_columns
+    from raybridge_adapters import training_columns
 
     training_columns._warned_time_like.clear()
 

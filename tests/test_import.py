@@ -10,8 +10,8 @@ HEAVY = ("pandas", "torch", "tensorflow", "dask", "pyspark", "modin", "raydp", "
 
 def test_import_bridge_imports_no_framework():
     code = (
-        "import sys, bridge, adapters\n"
-        "adapters.names(); adapters.is_available('dask')\n"
+        "import sys, bridge, raybridge_adapters\n"
+        "raybridge_adapters.names(); raybridge_adapters.is_available('dask')\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -32,7 +32,7 @@ def test_pipeline_on_arrow_data_imports_no_framework():
 
 
 def test_the_core_reaches_adapters_only_through_the_registry():
-    """No module of ``bridge/`` imports ``adapters`` (at module top or inside a function): the core finds an
+    """No module of ``bridge/`` imports the adapters (at module top or inside a function): the core finds an
     adapter by name in :mod:`bridge.registry`, which loads the module with importlib."""
     import ast
     from pathlib import Path
@@ -47,12 +47,39 @@ def test_the_core_reaches_adapters_only_through_the_registry():
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
             offenders += [f"{path.relative_to(root.parent)}:{node.lineno} imports {n}"
-                          for n in names if n == "adapters" or n.startswith("adapters.")]
+                          for n in names if n.split(".")[0] in ("adapters", "raybridge_adapters")]
     assert offenders == [], offenders
     from bridge.registry import _BUILTIN
 
     # ...and the registry names adapter modules as strings, loaded on first use.
-    assert all(module.startswith("adapters.") for module, _, _ in _BUILTIN.values())
+    assert all(module.startswith("raybridge_adapters.") for module, _, _ in _BUILTIN.values())
+
+
+def test_adapters_install_under_a_name_no_other_distribution_uses():
+    """The ``adapters/`` folder is the import package ``raybridge_adapters`` (PyPI's unrelated ``adapters``
+    would overwrite a top-level ``adapters``). Inside it, imports are relative, so nothing loads it twice
+    under two names; a whole pipeline through several adapters never imports a module called ``adapters``."""
+    from pathlib import Path
+
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "adapters" not in setup["packages"] and "raybridge_adapters" in setup["packages"]
+    assert setup["package-dir"] == {"raybridge_adapters": "adapters"}
+    for path in sorted((root / "adapters").glob("*.py")):
+        text = path.read_text()
+        assert "from adapters" not in text and "import adapters" not in text, path.name
+    code = (
+        "import sys, pandas as pd, pyarrow as pa, bridge\n"
+        "ds = bridge.from_pandas(pd.DataFrame({'x': [1, 2]}))\n"
+        "bridge.from_arrow(pa.table({'x': [1]})); bridge.from_numpy(__import__('numpy').arange(3))\n"
+        "import raybridge_adapters.spark_adapter, raybridge_adapters.torch_iterable\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'adapters'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300,
+                         cwd="/")
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
 
 
 def test_doors_have_real_signatures_and_dir_lists_lazy_names():

@@ -8,7 +8,7 @@ import os
 import pytest
 
 import bridge
-from adapters.worker_feed import WorkerFeed
+from raybridge_adapters.worker_feed import WorkerFeed
 
 
 def test_feed_folder_removed_on_close_and_when_dropped():

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 import bridge
-from adapters.training_columns import training_column
 from bridge.errors import ConversionWarning
+from raybridge_adapters.training_columns import training_column
 
 DAY = datetime.date(2024, 1, 2)
 CASES = [

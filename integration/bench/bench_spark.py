@@ -3,7 +3,7 @@
 Data: N rows x (int64, double, string, 16-float array).  ``from_spark`` times a cached Spark
 DataFrame becoming a Dataset held in the object store; ``to_spark`` times a materialised Dataset
 becoming a Spark DataFrame, counted in Spark.  RayDP runs with the Java 17 options it needs
-(``adapters.spark_adapter.JAVA17_OPTIONS``), else it crashes on this stack.
+(``raybridge_adapters.spark_adapter.JAVA17_OPTIONS``), else it crashes on this stack.
 
 ``BENCHMARK`` is the ``from_spark`` direction; ``BENCHMARK_TO_SPARK`` the other; ``BENCHMARKS``
 lists both.
