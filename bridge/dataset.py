@@ -248,7 +248,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
             concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
             num_gpus: float | None = None, compute: Any = None, **ray_remote_args: Any) -> Dataset:
-        """Apply ``fn(row) -> row`` to every row (a row is a dict of column -> value)."""
+        """Apply ``fn(row) -> row`` to every row (a row is a dict of column -> value).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).map(lambda r: {"id": r["id"], "sq": r["id"] ** 2}).take_all()
+            [{'id': 0, 'sq': 0}, {'id': 1, 'sq': 1}, {'id': 2, 'sq': 4}]
+        """
         label = f"Map({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -260,7 +266,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                  fn_constructor_args: tuple[Any, ...] = (), fn_constructor_kwargs: dict[str, Any] | None = None,
                  concurrency: int | tuple[int, int] | None = None, num_cpus: float | None = None,
                  num_gpus: float | None = None, compute: Any = None, **ray_remote_args: Any) -> Dataset:
-        """Apply ``fn(row) -> list of rows`` and flatten the results."""
+        """Apply ``fn(row) -> list of rows`` and flatten the results.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(2).flat_map(lambda r: [r, {"id": r["id"] + 10}]).take_all()
+            [{'id': 0}, {'id': 10}, {'id': 1}, {'id': 11}]
+        """
         label = f"FlatMap({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -324,12 +336,24 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._with(op)
 
     def select_columns(self, cols: list[str] | str) -> Dataset:
-        """Keep only ``cols``, in that order."""
+        """Keep only ``cols``, in that order.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x", "c": 2.5}]).select_columns(["b", "a"]).take_all()
+            [{'b': 'x', 'a': 1}]
+        """
         cols = [cols] if isinstance(cols, str) else list(cols)
         return self._project(f"SelectColumns({cols})", columns=cols, select=cols)
 
     def drop_columns(self, cols: list[str] | str) -> Dataset:
-        """Remove ``cols``."""
+        """Remove ``cols``.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x", "c": 2.5}]).drop_columns("c").take_all()
+            [{'a': 1, 'b': 'x'}]
+        """
         cols = [cols] if isinstance(cols, str) else list(cols)
         return self._project(f"DropColumns({cols})", drop=cols)
 
@@ -337,6 +361,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """Rename columns by ``{old: new}``.
 
         Two columns may not end up with one name (``SchemaMismatchError`` names them).
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x"}]).rename_columns({"a": "id"}).take_all()
+            [{'id': 1, 'b': 'x'}]
         """
         from bridge.errors import SchemaMismatchError
 
@@ -352,7 +381,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._with(op)
 
     def limit(self, n: int) -> Dataset:
-        """The first ``n`` rows (a source that can read fewer rows is asked to)."""
+        """The first ``n`` rows (a source that can read fewer rows is asked to).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(1000).limit(3).take_all()
+            [{'id': 0}, {'id': 1}, {'id': 2}]
+        """
         if n < 0:
             from bridge.errors import BridgeValueError
 
@@ -364,6 +399,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         Schemas must unify (same columns, promotable types), else ``SchemaMismatchError``
         naming the columns: at once for materialised inputs, otherwise when blocks arrive.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(2).union(bridge.range(3)).take_all()
+            [{'id': 0}, {'id': 1}, {'id': 0}, {'id': 1}, {'id': 2}]
         """
         from bridge.ops.zip_op import check_union_schemas
 
@@ -391,13 +431,26 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def block_layout(self) -> BlockLayout:
         """The blocks (executing the plan once), their row offsets and schema: what an adapter that hands
-        blocks to another engine needs (see :class:`~bridge.execution.bundle.BlockLayout`)."""
+        blocks to another engine needs (see :class:`~bridge.execution.bundle.BlockLayout`).
+
+        Example:
+            >>> import bridge
+            >>> layout = bridge.range(10, override_num_blocks=2).block_layout()
+            >>> layout.starts, layout.num_rows, [rows for _, rows in layout.blocks]
+            ([0, 5], 10, [5, 5])
+        """
         from bridge.execution.bundle import BlockLayout
 
         return BlockLayout.of(self.iter_internal_ref_bundles())
 
     def iter_internal_ref_bundles(self) -> Iterator[RefBundle]:
-        """The output as :class:`RefBundle` s of block references (no data fetched)."""
+        """The output as :class:`RefBundle` s of block references (no data fetched).
+
+        Example:
+            >>> import bridge
+            >>> [b.num_rows for b in bridge.range(10, override_num_blocks=2).iter_internal_ref_bundles()]
+            [5, 5]
+        """
         bundles, _ = self._execute()
         yield from bundles
 
@@ -406,13 +459,29 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         Transforms applied to the result start from these blocks, so they run per
         epoch while everything before runs once.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10, override_num_blocks=2).map_batches(lambda b: {"x": b["id"] * 2}).materialize()
+            MaterializedDataset(num_blocks=2, num_rows=10, schema=x: int64)
         """
         bundles, stats = self._execute()
         collected = [b for b in bundles]
         return MaterializedDataset(InputData([], collected, "Materialized", lineage=self._plan), stats)
 
     def stats(self) -> str:
-        """Per-operator wall time, CPU time, rows and bytes of the last execution."""
+        """Per-operator wall time, CPU time, rows and bytes of the last execution.
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.range(10).map_batches(lambda b: b)
+            >>> ds.stats()
+            'No execution yet: consume the Dataset (iterate, count, materialize) first.'
+            >>> ds.count()
+            10
+            >>> "MapBatches(<lambda>)" in ds.stats()
+            True
+        """
         if self._last_stats is None:
             return "No execution yet: consume the Dataset (iterate, count, materialize) first."
         return self._last_stats.to_string()
@@ -445,7 +514,15 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         )
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Iterate over rows as dicts; a second ``for`` over the result makes a new full pass."""
+        """Iterate over rows as dicts; a second ``for`` over the result makes a new full pass.
+
+        Example:
+            >>> import bridge
+            >>> for row in bridge.range(2).iter_rows():
+            ...     print(row)
+            {'id': 0}
+            {'id': 1}
+        """
         from bridge.iteration.data_iterator import RowIterator
 
         return RowIterator(lambda: self.iter_batches(batch_size=None, batch_format="pyarrow"))
@@ -460,7 +537,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return list(blocks_from_bundles(bundles))
 
     def to_arrow(self) -> pa.Table:
-        """All rows as one ``pyarrow.Table`` on the driver."""
+        """All rows as one ``pyarrow.Table`` on the driver.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3, override_num_blocks=2).to_arrow().to_pydict()
+            {'id': [0, 1, 2]}
+        """
         from bridge.execution.driver_memory import DriverBudget
         from bridge.execution.lineage import get_blocks
 
@@ -476,14 +559,28 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return concat_blocks(nonempty)
 
     def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
-        """All rows as a ``pandas.DataFrame`` (index restored when the source had one)."""
+        """All rows as a ``pandas.DataFrame`` (index restored when the source had one).
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]).to_pandas()
+               a  b
+            0  1  x
+            1  2  y
+        """
         ds = self.limit(limit) if limit is not None else self
         from bridge.pandas_types import block_to_pandas
 
         return block_to_pandas(ds.to_arrow(), schema_attr=True)
 
     def take(self, n: int = 20) -> list[dict[str, Any]]:
-        """The first ``n`` rows as dicts."""
+        """The first ``n`` rows as dicts.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(100).take(2)
+            [{'id': 0}, {'id': 1}]
+        """
         if n < 0:
             from bridge.errors import BridgeValueError
 
@@ -494,7 +591,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return out
 
     def take_all(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """Every row as a dict (``limit`` raises if there are more)."""
+        """Every row as a dict (``limit`` raises if there are more).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).take_all()
+            [{'id': 0}, {'id': 1}, {'id': 2}]
+        """
         rows = list(self.iter_rows())
         if limit is not None and len(rows) > limit:
             from bridge.errors import BridgeValueError
@@ -504,7 +607,17 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return rows
 
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "numpy") -> Any:
-        """The first ``batch_size`` rows as one batch."""
+        """The first ``batch_size`` rows as one batch.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10).take_batch(3)
+            {'id': array([0, 1, 2])}
+            >>> bridge.range(10).take_batch(2, batch_format="pandas")
+               id
+            0   0
+            1   1
+        """
         fmt = batch_mod.normalize_format(batch_format)
         if batch_size < 1:
             from bridge.errors import BridgeValueError
@@ -520,12 +633,25 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return batch_mod.to_batch(block, fmt)
 
     def show(self, limit: int = 20) -> None:
-        """Print the first ``limit`` rows."""
+        """Print the first ``limit`` rows.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(100).show(2)
+            {'id': 0}
+            {'id': 1}
+        """
         for row in self.take(limit):
             print(row)
 
     def count(self) -> int:
-        """Number of rows (from metadata where possible, without fetching blocks)."""
+        """Number of rows (from metadata where possible, without fetching blocks).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10).filter(lambda r: r["id"] < 4).count()
+            4
+        """
         plan = self._plan
         if isinstance(plan, InputData):
             return sum(b.num_rows for b in plan.bundles)
@@ -536,7 +662,14 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def schema(self) -> pa.Schema | None:
         """The Arrow schema: from the plan when it says (sources, selections, limits), else by
-        running the plan up to its first non-empty block."""
+        running the plan up to its first non-empty block.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x"}]).schema()
+            a: int64
+            b: string
+        """
         from bridge.plan.schema import known_schema
 
         plan = self._plan
@@ -576,7 +709,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return list(schema.names) if schema is not None else []
 
     def num_blocks(self) -> int:
-        """Number of blocks (runs the plan unless materialised)."""
+        """Number of blocks (runs the plan unless materialised).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10, override_num_blocks=2).num_blocks()
+            2
+        """
         plan = self._plan
         if isinstance(plan, InputData):
             return sum(len(b.refs) for b in plan.bundles)
@@ -615,6 +754,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return list(files)
 
     def size_bytes(self) -> int:
+        """Bytes of the blocks in the object store (runs the plan unless materialised).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10).size_bytes()  # ten int64 values
+            80
+        """
         plan = self._plan
         if isinstance(plan, InputData):
             return sum(b.size_bytes for b in plan.bundles)
@@ -622,18 +768,45 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     # ------------------------------------------------------------------ refs
     def to_arrow_refs(self) -> list[ray.ObjectRef]:
-        """References to the blocks (``pyarrow.Table`` each), in order."""
+        """References to the blocks (``pyarrow.Table`` each), in order.
+
+        Example:
+            >>> import bridge, ray
+            >>> [t.to_pydict() for t in ray.get(bridge.range(4, override_num_blocks=2).to_arrow_refs())]
+            [{'id': [0, 1]}, {'id': [2, 3]}]
+        """
         return [r for b in self.iter_internal_ref_bundles() for r in b.refs]
 
     def get_internal_block_refs(self) -> list[ray.ObjectRef]:
+        """The same as :meth:`to_arrow_refs` (Ray Data's older name).
+
+        Example:
+            >>> import bridge, ray
+            >>> [t.num_rows for t in ray.get(bridge.range(4, override_num_blocks=2).get_internal_block_refs())]
+            [2, 2]
+        """
         return self.to_arrow_refs()
 
     def to_pandas_refs(self) -> list[ray.ObjectRef]:
-        """References to one ``pandas.DataFrame`` per block, converted in Ray tasks."""
+        """References to one ``pandas.DataFrame`` per block, converted in Ray tasks.
+
+        Example:
+            >>> import bridge, ray
+            >>> [df["id"].tolist() for df in ray.get(bridge.range(4, override_num_blocks=2).to_pandas_refs())]
+            [[0, 1], [2, 3]]
+        """
         return [_block_to_pandas.remote(r) for r in self.to_arrow_refs()]
 
     def to_numpy_refs(self, *, column: str | None = None) -> list[ray.ObjectRef]:
-        """References to one dict of ndarrays per block (or one ndarray of ``column``)."""
+        """References to one dict of ndarrays per block (or one ndarray of ``column``).
+
+        Example:
+            >>> import bridge, ray
+            >>> ray.get(bridge.range(4, override_num_blocks=2).to_numpy_refs())
+            [{'id': array([0, 1])}, {'id': array([2, 3])}]
+            >>> ray.get(bridge.range(4, override_num_blocks=2).to_numpy_refs(column="id"))
+            [array([0, 1]), array([2, 3])]
+        """
         return [_block_to_numpy.remote(r, column) for r in self.to_arrow_refs()]
 
     # ------------------------------------------------------------------ interchange
@@ -671,33 +844,85 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     # Framework exporters live in adapters; these are the named doors.
     def to_any(self, target: str, **options: Any) -> Any:
-        """Convert with the adapter registered as ``target`` (``"dask"``, ``"spark"``, ...)."""
+        """Convert with the adapter registered as ``target`` (``"dask"``, ``"spark"``, ...).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).to_any("numpy", column="id")
+            array([0, 1, 2])
+        """
         from bridge.registry import get_adapter
 
         return get_adapter(target).from_dataset(self, **options)
 
     def to_dask(self, **options: Any) -> Any:
-        """A Dask DataFrame with one partition per block (see ``adapters/dask_adapter.py``)."""
+        """A Dask DataFrame with one partition per block (see ``adapters/dask_adapter.py``).
+
+        Example:
+            >>> import bridge
+            >>> ddf = bridge.range(10, override_num_blocks=2).to_dask()
+            >>> ddf.npartitions, int(ddf["id"].sum().compute())
+            (2, 45)
+        """
         return self.to_any("dask", **options)
 
     def to_spark(self, spark: Any = None, **options: Any) -> Any:
-        """A Spark DataFrame (see ``adapters/spark_adapter.py``)."""
+        """A Spark DataFrame (see ``adapters/spark_adapter.py``); ``spark=None`` uses the active session.
+
+        Example:
+            >>> import bridge
+            >>> from pyspark.sql import SparkSession
+            >>> spark = SparkSession.builder.master("local[1]").getOrCreate()  # doctest: +SKIP
+            >>> bridge.range(10).to_spark(spark).count()  # doctest: +SKIP
+            10
+        """
         return self.to_any("spark", spark=spark, **options)
 
     def to_modin(self, **options: Any) -> Any:
-        """A Modin DataFrame (see ``adapters/modin_adapter.py``)."""
+        """A Modin DataFrame (see ``adapters/modin_adapter.py``).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).to_modin()
+               id
+            0   0
+            1   1
+            2   2
+        """
         return self.to_any("modin", **options)
 
     def to_mars(self, **options: Any) -> Any:
-        """A Mars (Xorbits) DataFrame (see ``adapters/mars_adapter.py``)."""
+        """A Mars (Xorbits) DataFrame (see ``adapters/mars_adapter.py``).
+
+        Example:
+            >>> import bridge
+            >>> import xorbits  # doctest: +SKIP
+            >>> xorbits.init()  # doctest: +SKIP
+            >>> int(bridge.range(10).to_mars()["id"].sum())  # doctest: +SKIP
+            45
+        """
         return self.to_any("mars", **options)
 
     def to_ray_data(self, **options: Any) -> Any:
-        """A ``ray.data.Dataset`` over the same blocks (see ``adapters/ray_data_adapter.py``)."""
+        """A ``ray.data.Dataset`` over the same blocks (see ``adapters/ray_data_adapter.py``).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(5).to_ray_data().count()
+            5
+        """
         return self.to_any("ray_data", **options)
 
     def to_numpy(self, *, column: str | None = None) -> Any:
-        """All rows as a dict of ndarrays (or one ndarray for ``column``)."""
+        """All rows as a dict of ndarrays (or one ndarray for ``column``).
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(3).to_numpy()
+            {'id': array([0, 1, 2])}
+            >>> bridge.range(3).to_numpy(column="id")
+            array([0, 1, 2])
+        """
         return self.to_any("numpy", column=column)
 
 

@@ -65,26 +65,75 @@ class DataIterator:
     def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
                      drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                      local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+        """Batches of ``batch_size`` rows, one epoch per call (arguments of :meth:`bridge.Dataset.iter_batches`).
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.range(10).iterator()
+            >>> [b["id"].tolist() for b in it.iter_batches(batch_size=4)]
+            [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        """
         raise NotImplementedError
 
     def schema(self) -> pa.Schema | None:
+        """The Arrow schema of the rows this iterator yields.
+
+        Example:
+            >>> import bridge
+            >>> bridge.from_items([{"a": 1, "b": "x"}]).iterator().schema()
+            a: int64
+            b: string
+        """
         raise NotImplementedError
 
     def materialize(self) -> MaterializedDataset:
+        """The rows this iterator yields, held in the object store as a :class:`~bridge.MaterializedDataset`.
+
+        Example:
+            >>> import bridge
+            >>> bridge.range(10, override_num_blocks=2).iterator().materialize()
+            MaterializedDataset(num_blocks=2, num_rows=10, schema=id: int64)
+        """
         raise NotImplementedError
 
     def stats(self) -> Any:
+        """Execution statistics of the last pass (as :meth:`bridge.Dataset.stats`).
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.range(10).map_batches(lambda b: b).iterator()
+            >>> sum(len(b["id"]) for b in it.iter_batches())
+            10
+            >>> "MapBatches(<lambda>)" in it.stats()
+            True
+        """
         raise NotImplementedError
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Rows as dicts; iterating the result again makes a new pass."""
+        """Rows as dicts; iterating the result again makes a new pass.
+
+        Example:
+            >>> import bridge
+            >>> rows = bridge.range(3).iterator().iter_rows()
+            >>> list(rows)
+            [{'id': 0}, {'id': 1}, {'id': 2}]
+            >>> len(list(rows))
+            3
+        """
         return RowIterator(lambda: self.iter_batches(batch_size=None, batch_format="pyarrow"))
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_rows()
 
     def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
-        """Batches as dicts of torch tensors (arguments of :meth:`bridge.Dataset.iter_torch_batches`)."""
+        """Batches as dicts of torch tensors (arguments of :meth:`bridge.Dataset.iter_torch_batches`).
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.range(4).iterator()
+            >>> [b["id"].tolist() for b in it.iter_torch_batches(batch_size=2)]
+            [[0, 1], [2, 3]]
+        """
         from bridge.registry import get_adapter
 
         torch_adapter: Any = get_adapter("torch")
@@ -94,7 +143,14 @@ class DataIterator:
     def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,
                         drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                         local_shuffle_seed: int | None = None, fill_nulls: Any = None) -> Iterator[Any]:
-        """Batches as ``{column: tf.Tensor}`` (dtype rules: ``adapters/tf_adapter.py``)."""
+        """Batches as ``{column: tf.Tensor}`` (dtype rules: ``adapters/tf_adapter.py``).
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.range(4).iterator()
+            >>> [b["id"].numpy().tolist() for b in it.iter_tf_batches(batch_size=2)]  # doctest: +SKIP
+            [[0, 1], [2, 3]]
+        """
         from bridge.registry import get_adapter
 
         tf_adapter: Any = get_adapter("tf")
@@ -105,7 +161,15 @@ class DataIterator:
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
               batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
-        """A ``tf.data.Dataset`` of ``(features, labels)``; each pass over it is one epoch of this iterator."""
+        """A ``tf.data.Dataset`` of ``(features, labels)``; each pass over it is one epoch of this iterator.
+
+        Example:
+            >>> import bridge
+            >>> it = bridge.from_items([{"x": 1.0, "y": 0}, {"x": 2.0, "y": 1}]).iterator()
+            >>> tfds = it.to_tf("x", "y", batch_size=2)  # doctest: +SKIP
+            >>> [(x.numpy().tolist(), y.numpy().tolist()) for x, y in tfds]  # doctest: +SKIP
+            [([1.0, 2.0], [0, 1])]
+        """
         from bridge.registry import get_adapter
 
         tf_adapter: Any = get_adapter("tf")

@@ -91,7 +91,13 @@ class IngestMethods:
         return split_at_indices(self, indices)  # type: ignore[arg-type]
 
     def split_proportionately(self, proportions: Sequence[float]) -> list[MaterializedDataset]:
-        """Parts with these fractions of the rows, plus one part with the rest."""
+        """Parts with these fractions of the rows, plus one part with the rest.
+
+        Example:
+            >>> import bridge
+            >>> [p.count() for p in bridge.range(10).split_proportionately([0.2, 0.5])]
+            [2, 5, 3]
+        """
         from bridge.iteration.splits import split_proportionately
 
         return split_proportionately(self, proportions)  # type: ignore[arg-type]

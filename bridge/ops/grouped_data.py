@@ -79,7 +79,14 @@ class GroupedData:
         self._keys = keys
 
     def aggregate(self, *aggs: AggregateFn) -> Dataset:
-        """One row per group: the keys, then one column per aggregation."""
+        """One row per group: the keys, then one column per aggregation.
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").aggregate(bridge.Count(), bridge.Max("x")).take_all()
+            [{'k': 'a', 'count()': 2, 'max(x)': 3.0}, {'k': 'b', 'count()': 1, 'max(x)': 2.0}]
+        """
         from bridge.ops.groupby import aggregate_fn
 
         aggs_list = check_aggs("groupby().aggregate", aggs)
@@ -87,30 +94,72 @@ class GroupedData:
         return self._ds._with(AllToAll([self._ds._plan], aggregate_fn(self._keys, aggs_list, label), label))
 
     def count(self) -> Dataset:
-        """Rows per group, in column ``count()``."""
+        """Rows per group, in column ``count()``.
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").count().take_all()
+            [{'k': 'a', 'count()': 2}, {'k': 'b', 'count()': 1}]
+        """
         return self.aggregate(Count())
 
     def _on(self, op: str, on: str | list[str] | None) -> list[str]:
         return aggregated_columns(self._ds, op, on, self._keys)
 
     def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
-        """Per-group sum of ``on`` (column ``sum(on)``; ``None``: every numeric non-key column)."""
+        """Per-group sum of ``on`` (column ``sum(on)``; ``None``: every numeric non-key column).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").sum("x").take_all()
+            [{'k': 'a', 'sum(x)': 4.0}, {'k': 'b', 'sum(x)': 2.0}]
+        """
         return self.aggregate(*[Sum(c, ignore_nulls) for c in self._on("sum", on)])
 
     def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
-        """Per-group minimum of ``on`` (column ``min(on)``)."""
+        """Per-group minimum of ``on`` (column ``min(on)``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").min("x").take_all()
+            [{'k': 'a', 'min(x)': 1.0}, {'k': 'b', 'min(x)': 2.0}]
+        """
         return self.aggregate(*[Min(c, ignore_nulls) for c in self._on("min", on)])
 
     def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
-        """Per-group maximum of ``on`` (column ``max(on)``)."""
+        """Per-group maximum of ``on`` (column ``max(on)``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").max("x").take_all()
+            [{'k': 'a', 'max(x)': 3.0}, {'k': 'b', 'max(x)': 2.0}]
+        """
         return self.aggregate(*[Max(c, ignore_nulls) for c in self._on("max", on)])
 
     def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
-        """Per-group mean of ``on`` (column ``mean(on)``; ``None``: every numeric non-key column)."""
+        """Per-group mean of ``on`` (column ``mean(on)``; ``None``: every numeric non-key column).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").mean().take_all()
+            [{'k': 'a', 'mean(x)': 2.0}, {'k': 'b', 'mean(x)': 2.0}]
+        """
         return self.aggregate(*[Mean(c, ignore_nulls) for c in self._on("mean", on)])
 
     def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Dataset:
-        """Per-group standard deviation of ``on`` (column ``std(on)``)."""
+        """Per-group standard deviation of ``on`` (column ``std(on)``; null for a group of one row at ``ddof=1``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
+            >>> ds.groupby("k").std("x").take_all()
+            [{'k': 'a', 'std(x)': 1.4142135623730951}, {'k': 'b', 'std(x)': None}]
+        """
         return self.aggregate(*[Std(c, ddof, ignore_nulls) for c in self._on("std", on)])
 
     def map_groups(

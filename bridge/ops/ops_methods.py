@@ -232,25 +232,61 @@ class GlobalOpsMethods:
         return self._column_aggregate(Sum, "sum", on, ignore_nulls=ignore_nulls)
 
     def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
-        """Smallest value of a column (several: ``{"min(col)": min}``)."""
+        """Smallest value of a column (several: ``{"min(col)": min}``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"a": 1, "b": 2.0}, {"a": 3, "b": 5.0}])
+            >>> ds.min("a")
+            1
+            >>> ds.min()
+            {'min(a)': 1, 'min(b)': 2.0}
+        """
         from bridge.ops.aggregate import Min
 
         return self._column_aggregate(Min, "min", on, ignore_nulls=ignore_nulls)
 
     def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
-        """Largest value of a column (several: ``{"max(col)": max}``)."""
+        """Largest value of a column (several: ``{"max(col)": max}``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"a": 1, "b": 2.0}, {"a": 3, "b": 5.0}])
+            >>> ds.max("a")
+            3
+            >>> ds.max(["a", "b"])
+            {'max(a)': 3, 'max(b)': 5.0}
+        """
         from bridge.ops.aggregate import Max
 
         return self._column_aggregate(Max, "max", on, ignore_nulls=ignore_nulls)
 
     def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
-        """Mean of a column (several: ``{"mean(col)": mean}``)."""
+        """Mean of a column (several: ``{"mean(col)": mean}``).
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"a": 1, "b": 2.0}, {"a": 3, "b": 5.0}])
+            >>> ds.mean("a")
+            2.0
+            >>> ds.mean()
+            {'mean(a)': 2.0, 'mean(b)': 3.5}
+        """
         from bridge.ops.aggregate import Mean
 
         return self._column_aggregate(Mean, "mean", on, ignore_nulls=ignore_nulls)
 
     def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Any:
-        """Standard deviation of a column (``ddof=1`` like pandas); several: ``{"std(col)": std}``."""
+        """Standard deviation of a column (``ddof=1`` like pandas); several: ``{"std(col)": std}``.
+
+        Example:
+            >>> import bridge
+            >>> ds = bridge.from_items([{"a": 1}, {"a": 3}])
+            >>> ds.std("a")
+            1.4142135623730951
+            >>> ds.std("a", ddof=0)
+            1.0
+        """
         from bridge.ops.aggregate import Std
 
         return self._column_aggregate(Std, "std", on, ddof=ddof, ignore_nulls=ignore_nulls)
