@@ -67,8 +67,9 @@ def test_a_pool_actor_names_the_batch_in_user_code_while_that_call_hangs():
     # waiting for the user-code lock behind a later, hung one; the stall error asks the actor,
     # which answers on its own thread while both of its call threads are blocked.
     from bridge.context import DataContext
-    from bridge.execution.actor_pool import ActorPoolOp, _PoolWorker
+    from bridge.execution.actor_pool import ActorPoolOp
     from bridge.execution.planner import plan
+    from bridge.execution.pool import _PoolWorker
 
     ds = bridge.range(100, override_num_blocks=2).map_batches(HangsFromRow50, concurrency=1)
     pool = next(op for op in plan(ds._plan, DataContext.get_current()) if isinstance(op, ActorPoolOp))

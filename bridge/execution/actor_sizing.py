@@ -18,7 +18,7 @@ from bridge.errors import BridgeError, BridgeValueError
 from bridge.execution.operators import AllToAllOp, LimitOp, MapOp, PhysicalOp
 
 if TYPE_CHECKING:
-    from bridge.execution.actor_pool import ActorPoolOp
+    from bridge.execution.pool import ActorPool
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +57,9 @@ def fit_pools_to_cluster(ops: list[PhysicalOp]) -> None:
     not a hang later.
     """
     from bridge._ray import cluster_cpus, cluster_gpus
+    from bridge.execution.actor_pool import ActorPoolOp
 
-    pools: list[ActorPoolOp] = [op for op in ops if getattr(op, "uses_actors", False)]
+    pools: list[ActorPool] = [op.pool for op in ops if isinstance(op, ActorPoolOp)]
     if not pools:
         return
     gpus = cluster_gpus()
@@ -67,22 +68,22 @@ def fit_pools_to_cluster(ops: list[PhysicalOp]) -> None:
     total = cluster_cpus()
     reserve = max((_task_cpus(op) for op in ops), default=0.0)
     available = max(total - reserve, 0.0)
-    requested = sum(p.num_cpus * p.max_actors for p in pools)
+    requested = sum(p.num_cpus * p.scaling.max_actors for p in pools)
     if requested <= available or requested == 0:
         return
     for pool in pools:
-        share = available * (pool.num_cpus * pool.max_actors) / requested
-        before = (pool.min_actors, pool.max_actors, pool.num_cpus)
+        share = available * (pool.num_cpus * pool.scaling.max_actors) / requested
+        before = (pool.scaling.min_actors, pool.scaling.max_actors, pool.num_cpus)
         if pool.cpus_explicit and share >= pool.num_cpus:
-            pool.max_actors = max(int(share // pool.num_cpus), 1)
-            pool.min_actors = min(pool.min_actors, pool.max_actors)
+            pool.scaling.max_actors = max(int(share // pool.num_cpus), 1)
+            pool.scaling.min_actors = min(pool.scaling.min_actors, pool.scaling.max_actors)
         else:
-            pool.num_cpus = round(share / pool.max_actors, 4)
+            pool.num_cpus = round(share / pool.scaling.max_actors, 4)
         note = (f"{pool.name}: {total:g} CPUs, {reserve:g} kept for the plan's tasks; actors "
-                f"{before[0]}-{before[1]} x {before[2]:g} CPU -> {pool.min_actors}-{pool.max_actors} "
+                f"{before[0]}-{before[1]} x {before[2]:g} CPU -> {pool.scaling.min_actors}-{pool.scaling.max_actors} "
                 f"x {pool.num_cpus:g} CPU")
         pool.notes.append(note)
-        if pool.cpus_explicit or pool.max_actors < before[1]:
+        if pool.cpus_explicit or pool.scaling.max_actors < before[1]:
             warnings.warn(note + " (so upstream tasks can run; pass a smaller num_cpus or concurrency to "
                           "silence this)", stacklevel=2)
         else:
@@ -119,7 +120,7 @@ def check_request_fits(name: str, unit: str, num_cpus: float, num_gpus: float,
         raise BridgeError(msg, f"lower num_cpus to at most {largest_cpus:g}, or add a node with {num_cpus:g} CPUs")
 
 
-def _fit_gpus(pool: ActorPoolOp, gpus: int) -> None:
+def _fit_gpus(pool: ActorPool, gpus: int) -> None:
     if not pool.num_gpus:
         return
     nodes = node_resources()
@@ -127,11 +128,11 @@ def _fit_gpus(pool: ActorPoolOp, gpus: int) -> None:
     # One actor never spans nodes: count what fits on each (the epsilon keeps 1 // 0.1 at 10).
     fit = sum(int((n.get("GPU", 0.0) + 1e-9) // pool.num_gpus) for n in nodes) if nodes \
         else int((gpus + 1e-9) // pool.num_gpus)
-    if fit < pool.min_actors:
-        msg = (f"{pool.name}: {pool.min_actors} actor(s) x num_gpus={pool.num_gpus:g} need "
-               f"{pool.min_actors * pool.num_gpus:g} GPUs; the cluster has {gpus} (room for {fit} such actor(s))")
+    if fit < pool.scaling.min_actors:
+        msg = (f"{pool.name}: {pool.scaling.min_actors} actor(s) x num_gpus={pool.num_gpus:g} need "
+               f"{pool.scaling.min_actors * pool.num_gpus:g} GPUs; the cluster has {gpus} (room for {fit} such actor(s))")
         raise BridgeError(msg, f"lower concurrency to at most {fit} (or to a (min, max) range starting at {fit} "
                           "or less), or num_gpus per actor, or add GPU nodes")
-    if pool.max_actors > fit:
-        pool.notes.append(f"max actors {pool.max_actors} -> {fit} (cluster GPUs: {gpus})")
-        pool.max_actors = fit
+    if pool.scaling.max_actors > fit:
+        pool.notes.append(f"max actors {pool.scaling.max_actors} -> {fit} (cluster GPUs: {gpus})")
+        pool.scaling.max_actors = fit
