@@ -426,7 +426,8 @@ class DaskAdapter:
 
         Example:
             >>> import bridge
-            >>> bridge.range(10).to_dask(npartitions=2).x.sum().compute()  # doctest: +SKIP
+            >>> int(bridge.range(10).to_dask(npartitions=2).id.sum().compute())
+            45
         """
         return dataset_to_dask(ds, **options)
 

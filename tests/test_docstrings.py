@@ -56,6 +56,28 @@ def test_docstring_example_runs(name):
     assert runner.failures == 0, "".join(report)
 
 
+def _adapter_modules() -> list[str]:
+    import pkgutil
+
+    import raybridge_adapters
+
+    return sorted(f"raybridge_adapters.{m.name}" for m in pkgutil.iter_modules(raybridge_adapters.__path__))
+
+
+def test_adapter_docstring_examples_run():
+    """The adapters' own examples (``DaskAdapter.from_dataset``, ``to_torch``, ...) run too."""
+    import importlib
+
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for module_name in _adapter_modules():
+        module = importlib.import_module(module_name)
+        for test in doctest.DocTestFinder().find(module, module_name, globs={**vars(module), "bridge": bridge}):
+            runner.run(test, out=report.append)
+    assert runner.tries >= 15, f"only {runner.tries} adapter examples were found"  # 18 today
+    assert runner.failures == 0, "".join(report)
+
+
 def test_every_public_function_of_bridge_has_an_example():
     missing = [name for name, obj in PUBLIC.items()
                if name.startswith("bridge.") and inspect.isfunction(obj) and name not in WITH_EXAMPLES]
