@@ -155,8 +155,11 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     ``iter_batches`` makes; the element spec keeps its ``None`` batch dimension.
     """
     from bridge.iteration.block_format import BlockFormat
+    from bridge.iteration.options import BatchOptions
     from bridge.iteration.resumable import BatchIterator
 
+    options = BatchOptions(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
+                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed)
     tf = _tf()
     schema = ds.schema()
     features, labels, specs, signature = _columns_and_specs(tf, schema, feature_columns, label_columns, "Dataset")
@@ -175,9 +178,7 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     def batches() -> BatchIterator:
         # Dense columns slice per batch (BlockFormat); a RaggedTensor is built per batch.
         fmt = BlockFormat(columns) if rebatched else (lambda block: pack(columns(block)))
-        return BatchIterator(ds.select_columns(wanted), batch_size=batch_size, drop_last=drop_last,
-                             prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
-                             local_shuffle_seed=local_shuffle_seed, formatter=fmt)
+        return BatchIterator(ds.select_columns(wanted), options, formatter=fmt)
 
     if not rebatched:
         return tf.data.Dataset.from_generator(lambda: iter(batches()), output_signature=signature)
@@ -244,7 +245,10 @@ def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str
     Unlike ``Dataset.to_tf`` there is no null check up front (it would take an epoch of a
     split): a null in a column without ``fill_nulls`` fails inside tf.data.
     """
+    from bridge.iteration.options import BatchOptions
 
+    options = BatchOptions(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
+                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed)
     tf = _tf()
     features, labels, specs, signature = _columns_and_specs(tf, it.schema(), feature_columns, label_columns,
                                                             "iterator")
@@ -257,9 +261,7 @@ def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str
         return (f, _pack(values, labels, l_single)) if labels else f
 
     def elements() -> Iterator[Any]:
-        yield from it.iter_batches(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
-                                   local_shuffle_buffer_size=local_shuffle_buffer_size,
-                                   local_shuffle_seed=local_shuffle_seed, _formatter=fmt)
+        yield from it.batches(options, fmt)
 
     return tf.data.Dataset.from_generator(elements, output_signature=signature)
 

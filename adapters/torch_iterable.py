@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from bridge.iteration.options import BatchOptions
 from bridge.iteration.resumable import BatchIterator, check_state, new_seed
 
 from .worker_feed import WorkerFeed, worker_batches
@@ -77,8 +78,11 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self._fmt_kw = dict(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
                             fill_nulls=fill_nulls)
         make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
-        self._iter_kw: dict[str, Any] = dict(prefetch_batches=prefetch_batches, local_shuffle_buffer_size=local_shuffle_buffer_size,
-                             local_shuffle_seed=local_shuffle_seed)
+        # Arrow batches of batch_size rows (or _ROW_CHUNK-row pieces of the stream when batch_size is None).
+        self._options = BatchOptions(
+            batch_size=batch_size or _ROW_CHUNK, batch_format="pyarrow", prefetch_batches=prefetch_batches,
+            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed)
         self.rank, self.world_size = _rank_world(rank, world_size, torch)
         if seed is None:
             seed = new_seed() if self.world_size == 1 else self._shared_seed(torch)
@@ -137,16 +141,15 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self.rows_consumed = int(state["rows_consumed"])
 
     # -------------------------------------------------------------- iteration
-    def _batch_iterator(self, formatter: Any, batch_size: int | None) -> BatchIterator:
-        it = BatchIterator(self._ds, batch_size=batch_size, drop_last=self.drop_last, formatter=formatter,
-                           epoch=self.epoch, seed=self.seed, batch_format="pyarrow", **self._iter_kw)
+    def _batch_iterator(self, formatter: Any) -> BatchIterator:
+        it = BatchIterator(self._ds, self._options, formatter=formatter, epoch=self.epoch, seed=self.seed)
         it.rows_consumed = self.start + self.rows_consumed
         it.stop_row = self.stop
         return it
 
     def _epoch_tables(self, _round: int) -> Iterator[Any]:
         """In the creating process: one epoch of Arrow batches for the DataLoader workers."""
-        it = self._batch_iterator(None, self.batch_size or _ROW_CHUNK)
+        it = self._batch_iterator(None)
         for table in it:
             yield table
             self.rows_consumed = it.rows_consumed - self.start
@@ -163,7 +166,7 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
             tables = worker_batches(*self._feed_addr, token, info.id, info.num_workers)
             yield from self._emit(fmt(t) for t in tables)
             return
-        it = self._batch_iterator(make_formatter(**self._fmt_kw), self.batch_size or _ROW_CHUNK)
+        it = self._batch_iterator(make_formatter(**self._fmt_kw))
         if self.batch_size is not None:
             for batch in it:
                 self.rows_consumed = it.rows_consumed - self.start

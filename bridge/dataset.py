@@ -505,13 +505,14 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             [4, 4, 2]
         """
         # A resumable iterator (state_dict / load_state_dict): see bridge/iteration/resumable.py.
+        from bridge.iteration.options import BatchOptions
         from bridge.iteration.resumable import BatchIterator
 
-        return BatchIterator(
-            self, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
+        return BatchIterator(self, BatchOptions(
+            batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
             drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
             local_shuffle_seed=local_shuffle_seed,
-        )
+        ))
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
         """Iterate over rows as dicts; a second ``for`` over the result makes a new full pass.

@@ -78,6 +78,22 @@ def test_adapter_docstring_examples_run():
     assert runner.failures == 0, "".join(report)
 
 
+def test_every_example_in_the_core_runs():
+    """Examples beyond the public surface too: module docstrings and internal classes
+    (``BatchOptions``, ``AutoscalingPolicy``, ...) that adapters and readers of the code meet."""
+    import importlib
+    import pkgutil
+
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report: list[str] = []
+    for info in pkgutil.walk_packages(bridge.__path__, "bridge."):
+        module = importlib.import_module(info.name)
+        for test in doctest.DocTestFinder().find(module, info.name, globs={**vars(module), "bridge": bridge}):
+            runner.run(test, out=report.append)
+    assert runner.tries >= 300, f"only {runner.tries} examples were found"  # 328 today
+    assert runner.failures == 0, "".join(report)
+
+
 def test_every_public_function_of_bridge_has_an_example():
     missing = [name for name, obj in PUBLIC.items()
                if name.startswith("bridge.") and inspect.isfunction(obj) and name not in WITH_EXAMPLES]

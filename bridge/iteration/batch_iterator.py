@@ -25,6 +25,7 @@ from bridge.execution.lineage import get_blocks
 from bridge.execution.stats import DatasetStats
 from bridge.execution.transform import rebatch
 from bridge.iteration.block_format import BlockFormat, batch_chunks
+from bridge.iteration.options import BatchOptions
 
 _END = object()
 
@@ -123,39 +124,25 @@ def shuffle_blocks(blocks: Iterable[Block], buffer_size: int, batch_size: int | 
 
 def iter_batches(
     bundles: Iterable[RefBundle],
+    options: BatchOptions,
     *,
-    batch_size: int | None,
-    batch_format: str,
-    prefetch_batches: int,
-    drop_last: bool,
-    local_shuffle_buffer_size: int | None = None,
-    local_shuffle_seed: int | None = None,
     formatter: Callable[[Block], Any] | None = None,
     stats: DatasetStats | None = None,
     skip_rows: int = 0,
 ) -> Iterator[Any]:
-    """Batches of ``batch_size`` rows from ``bundles`` in ``batch_format`` (or through ``formatter``).
+    """Batches from ``bundles`` as ``options`` say, in its ``batch_format`` (or through ``formatter``).
 
     ``skip_rows`` drops that many leading rows of the (shuffled, if asked) row
     stream first: how a resumed iterator continues mid-epoch.
     """
-    for _, out in iter_counted_batches(
-        bundles, batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
-        drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-        local_shuffle_seed=local_shuffle_seed, formatter=formatter, stats=stats, skip_rows=skip_rows,
-    ):
+    for _, out in iter_counted_batches(bundles, options, formatter=formatter, stats=stats, skip_rows=skip_rows):
         yield out
 
 
 def iter_counted_batches(
     bundles: Iterable[RefBundle],
+    options: BatchOptions,
     *,
-    batch_size: int | None,
-    batch_format: str,
-    prefetch_batches: int,
-    drop_last: bool,
-    local_shuffle_buffer_size: int | None = None,
-    local_shuffle_seed: int | None = None,
     formatter: Callable[[Block], Any] | None = None,
     stats: DatasetStats | None = None,
     skip_rows: int = 0,
@@ -165,12 +152,9 @@ def iter_counted_batches(
 
     ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).
     """
-    fmt = batch_mod.normalize_format(batch_format) if formatter is None else None
-    if batch_size is not None and batch_size < 1:
-        from bridge.errors import BridgeError
-
-        msg = f"batch_size must be a positive number of rows or None; got {batch_size}"
-        raise BridgeError(msg, "pass batch_size=None to get whole blocks")
+    batch_size, drop_last, prefetch_batches = options.batch_size, options.drop_last, options.prefetch_batches
+    shuffle_buffer, shuffle_seed = options.local_shuffle_buffer_size, options.local_shuffle_seed
+    fmt = batch_mod.normalize_format(options.batch_format) if formatter is None else None
     block_format = formatter if isinstance(formatter, BlockFormat) else None
     # Run on this (the consumer's) thread for each batch handed out, e.g. CUDA stream ordering.
     handoff: Callable[[Any], Any] | None = getattr(formatter, "handoff", None)
@@ -178,9 +162,9 @@ def iter_counted_batches(
         block_format = BlockFormat(batch_mod.to_numpy_batch, per_batch_if=_has_nulls)
 
     def row_stream() -> Iterator[Block]:
-        if local_shuffle_buffer_size:
+        if shuffle_buffer:
             blocks = blocks_from_bundles(bundles)
-            blocks = shuffle_blocks(blocks, local_shuffle_buffer_size, batch_size, local_shuffle_seed)
+            blocks = shuffle_blocks(blocks, shuffle_buffer, batch_size, shuffle_seed)
             if stop_row is not None:
                 blocks = first_rows(blocks, stop_row)
             return skip_leading_rows(blocks, skip_rows)

@@ -2,9 +2,9 @@
 
 One interface over two sources: a whole Dataset (:class:`DatasetIterator`) and
 one share of a ``streaming_split`` (``DataSplitIterator`` subclasses
-:class:`DataIterator`).  A subclass provides ``iter_batches(..., _formatter=)``
-(one epoch per call), ``schema()``, ``materialize()`` and ``stats()``; the
-torch / tf exporters and ``iter_rows`` are built on ``iter_batches`` here.
+:class:`DataIterator`).  A subclass provides ``batches(options, formatter)``
+(one epoch per call), ``schema()``, ``materialize()`` and ``stats()``; ``iter_batches``,
+``iter_rows`` and the torch / tf exporters are built on ``batches`` here.
 
 Every iterable returned makes a full new pass when a ``for`` loop starts it
 again after a pass ended, as in Ray Data.
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+from bridge.iteration.options import BatchOptions
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,7 +66,7 @@ class DataIterator:
 
     def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
                      drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+                     local_shuffle_seed: int | None = None) -> Iterator[Any]:
         """Batches of ``batch_size`` rows, one epoch per call (arguments of :meth:`bridge.Dataset.iter_batches`).
 
         Example:
@@ -72,6 +74,24 @@ class DataIterator:
             >>> it = bridge.range(10).iterator()
             >>> [b["id"].tolist() for b in it.iter_batches(batch_size=4)]
             [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+        """
+        return self.batches(BatchOptions(
+            batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
+            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed))
+
+    def batches(self, options: BatchOptions, formatter: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+        """One epoch of batches cut as ``options`` say, each Arrow batch passed through ``formatter`` if given.
+
+        What ``iter_batches`` and the framework exporters run on; an adapter that hands a split
+        to its framework calls it with its own formatter.
+
+        Example:
+            >>> import bridge
+            >>> from bridge.iteration.options import BatchOptions
+            >>> it = bridge.range(5).iterator()
+            >>> list(it.batches(BatchOptions(batch_size=2), formatter=lambda table: table.num_rows))
+            [2, 2, 1]
         """
         raise NotImplementedError
 
@@ -138,7 +158,7 @@ class DataIterator:
 
         torch_adapter: Any = get_adapter("torch")
         return torch_adapter.batch_stream(
-            lambda formatter, kw: self.iter_batches(_formatter=formatter, **kw), options)
+            lambda formatter, kw: self.batches(BatchOptions(**kw), formatter), options)
 
     def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,
                         drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
@@ -154,10 +174,10 @@ class DataIterator:
         from bridge.registry import get_adapter
 
         tf_adapter: Any = get_adapter("tf")
-        return self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
-                                 local_shuffle_buffer_size=local_shuffle_buffer_size,
-                                 local_shuffle_seed=local_shuffle_seed,
-                                 _formatter=tf_adapter.batch_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
+        options = BatchOptions(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
+                               local_shuffle_buffer_size=local_shuffle_buffer_size,
+                               local_shuffle_seed=local_shuffle_seed)
+        return self.batches(options, tf_adapter.batch_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
               batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
@@ -183,16 +203,11 @@ class DatasetIterator(DataIterator):
     def __init__(self, ds: Dataset) -> None:
         self._ds = ds
 
-    def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
-                     drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
+    def batches(self, options: BatchOptions, formatter: Callable[[Any], Any] | None = None) -> Iterator[Any]:
         """Batches of the Dataset (a resumable, re-iterable iterator: see ``Dataset.iter_batches``)."""
         from bridge.iteration.resumable import BatchIterator
 
-        return BatchIterator(self._ds, batch_size=batch_size, batch_format=batch_format,
-                             prefetch_batches=prefetch_batches, drop_last=drop_last,
-                             local_shuffle_buffer_size=local_shuffle_buffer_size,
-                             local_shuffle_seed=local_shuffle_seed, formatter=_formatter)
+        return BatchIterator(self._ds, options, formatter=formatter)
 
     def iter_torch_batches(self, **options: Any) -> Iterator[Any]:
         return self._ds.iter_torch_batches(**options)

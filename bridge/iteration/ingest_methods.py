@@ -165,15 +165,17 @@ class IngestMethods:
             >>> next(iter(bridge.range(4).iter_torch_batches(batch_size=2)))["id"].tolist()
             [0, 1]
         """
+        from bridge.iteration.options import BatchOptions
         from bridge.iteration.resumable import BatchIterator
         from bridge.registry import get_adapter
 
+        options = BatchOptions(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
+                               local_shuffle_buffer_size=local_shuffle_buffer_size,
+                               local_shuffle_seed=local_shuffle_seed)
         torch_adapter: Any = get_adapter("torch")
         formatter = torch_adapter.batch_formatter(
             dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls)
-        return BatchIterator(self, batch_size=batch_size, prefetch_batches=prefetch_batches,  # type: ignore[arg-type]
-                             drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-                             local_shuffle_seed=local_shuffle_seed, formatter=formatter)
+        return BatchIterator(self, options, formatter=formatter)  # type: ignore[arg-type]
 
     def iter_tf_batches(
         self,

@@ -35,6 +35,7 @@ from bridge.iteration.epochs import EPOCH_SEED_ATTR, epoch_seed
 if TYPE_CHECKING:
     from bridge.block import Block
     from bridge.dataset import Dataset
+    from bridge.iteration.options import BatchOptions
 
 STATE_KEYS = ("epoch", "seed", "rows_consumed")
 
@@ -52,56 +53,31 @@ def check_state(state: dict[str, Any], where: str) -> None:
         raise BridgeError(msg, "pass the dict returned by state_dict() of the same kind of iterator")
 
 
-def _check_args(batch_size: int | None, local_shuffle_buffer_size: int | None) -> None:
-    """Ray Data's argument errors, raised when the iterator is made rather than on its first batch."""
-    from bridge.errors import BridgeValueError
-
-    if batch_size is not None and batch_size < 1:
-        msg = f"iter_batches: batch_size must be a positive number of rows or None; got {batch_size}"
-        raise BridgeValueError(msg, "pass batch_size=None to get whole blocks")
-    if local_shuffle_buffer_size is not None and local_shuffle_buffer_size < 0:
-        msg = f"iter_batches: local_shuffle_buffer_size must be >= 0; got {local_shuffle_buffer_size}"
-        raise BridgeValueError(msg, "pass a number of rows, e.g. local_shuffle_buffer_size=10_000")
-    if local_shuffle_buffer_size and batch_size is None:
-        msg = ("iter_batches: a local shuffle (local_shuffle_buffer_size="
-               f"{local_shuffle_buffer_size}) needs a batch_size; got batch_size=None")
-        raise BridgeValueError(msg, "pass a batch_size with local_shuffle_buffer_size, e.g. batch_size=256")
-
-
 class BatchIterator(Iterator[Any]):
     """Batches of one epoch of ``ds``; starts executing on the first ``next()``.
 
     ``iter()`` on an iterator whose pass ended (exhausted or closed) starts a new
     pass over the next epoch; on one not started or mid-pass it continues.
 
-    Args mirror :meth:`bridge.Dataset.iter_batches`; ``formatter`` replaces the
-    batch format (the torch and tf exporters use it); ``seed`` fixes the
+    ``options`` are the arguments of :meth:`bridge.Dataset.iter_batches`; ``formatter``
+    replaces the batch format (the torch and tf exporters use it); ``seed`` fixes the
     epoch's randomness (``None``: drawn at random, recorded in the state).
     """
 
     def __init__(
         self,
         ds: Dataset,
+        options: BatchOptions,
         *,
-        batch_size: int | None = 256,
-        batch_format: str = "numpy",
-        prefetch_batches: int = 1,
-        drop_last: bool = False,
-        local_shuffle_buffer_size: int | None = None,
-        local_shuffle_seed: int | None = None,
         formatter: Callable[[Block], Any] | None = None,
         epoch: int = 0,
         seed: int | None = None,
     ) -> None:
         from bridge.iteration.batch_iterator import iter_counted_batches  # noqa: F401 - fail early if broken
 
-        _check_args(batch_size, local_shuffle_buffer_size)
         self._ds = ds
-        self._kw = dict(
-            batch_size=batch_size, batch_format=batch_format, prefetch_batches=prefetch_batches,
-            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size, formatter=formatter,
-        )
-        self._fixed_shuffle_seed = local_shuffle_seed
+        self.options = options
+        self._formatter = formatter
         self.epoch = epoch
         self.seed = new_seed() if seed is None else int(seed)
         self.rows_consumed = 0
@@ -141,9 +117,11 @@ class BatchIterator(Iterator[Any]):
         bundles, stats = self._ds._execute(ctx)
         self._stream = bundles
         self._sigint = interrupt.install() and hasattr(bundles, "request_stop")
-        shuffle_seed = self._fixed_shuffle_seed if self._fixed_shuffle_seed is not None else this_epoch
-        return iter_counted_batches(bundles, local_shuffle_seed=shuffle_seed, stats=stats,
-                                    skip_rows=self.rows_consumed, stop_row=self.stop_row, **self._kw)  # type: ignore[arg-type]
+        options = self.options
+        if options.local_shuffle_seed is None:
+            options = options.replace(local_shuffle_seed=this_epoch)
+        return iter_counted_batches(bundles, options, formatter=self._formatter, stats=stats,
+                                    skip_rows=self.rows_consumed, stop_row=self.stop_row)
 
     def __iter__(self) -> BatchIterator:
         if self._ended:

@@ -41,6 +41,7 @@ import ray
 from bridge.errors import BridgeError, StallError
 from bridge.execution.bundle import RefBundle
 from bridge.iteration.data_iterator import DataIterator
+from bridge.iteration.options import BatchOptions
 from bridge.iteration.split_dispatcher import SplitDispatcher
 
 if TYPE_CHECKING:
@@ -262,17 +263,11 @@ class DataSplitIterator(DataIterator):
         epoch, self._epoch = self._epoch, self._epoch + 1
         return epoch
 
-    def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
-                     drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                     local_shuffle_seed: int | None = None, _formatter: Any = None) -> Iterator[Any]:
-        """One epoch of this split's batches (same arguments as :meth:`bridge.Dataset.iter_batches`)."""
+    def batches(self, options: BatchOptions, formatter: Any = None) -> Iterator[Any]:
+        """One epoch of this split's batches (see :meth:`DataIterator.batches`)."""
         from bridge.iteration.batch_iterator import iter_batches
 
-        yield from iter_batches(
-            self._bundles(self._next_epoch()), batch_size=batch_size, batch_format=batch_format,
-            prefetch_batches=prefetch_batches, drop_last=drop_last, formatter=_formatter,
-            local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
-        )
+        yield from iter_batches(self._bundles(self._next_epoch()), options, formatter=formatter)
 
     def schema(self) -> Any:
         """The Arrow schema of the split Dataset."""
