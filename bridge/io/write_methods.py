@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge.dataset_mixin import DatasetMixin
+
 
 def _option_target(fmt: str) -> Any:
     import json
@@ -54,7 +56,7 @@ def _check_options(fmt: str, options: dict[str, Any]) -> None:
         msg = f"write_{fmt}: unexpected option(s) {unknown}: they would go to {name}, which takes {sorted(taken)}"
         raise BridgeTypeError(msg, "check the spelling; see the write method's docstring for its own arguments")
 
-class WriteMethods:
+class WriteMethods(DatasetMixin):
     """File-writing methods of :class:`bridge.Dataset`."""
 
     def _write_files(self, fmt: str, ext: str, path: Any, filesystem: Any, mode: str, filename_prefix: str,
@@ -87,7 +89,7 @@ class WriteMethods:
             raise BridgeTypeError(msg, "subclass bridge.FilenameProvider and override get_filename_for_task("
                                        "write_uuid, task_index)")
         if partition_cols:
-            check_partition_cols(list(partition_cols), self.schema(), fmt)  # type: ignore[attr-defined]
+            check_partition_cols(list(partition_cols), self._ds.schema(), fmt)
         # With a provider, overwrite removes the earlier files only once the new ones are committed.
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
                                                 recursive=bool(partition_cols),
@@ -101,7 +103,7 @@ class WriteMethods:
         label = f"Write{fmt.capitalize()}"
         # min_rows_per_file: contiguous blocks are bundled into one write task until they hold that many
         # rows (a block is never split; the last file may hold fewer), as Ray Data does.
-        ds = self._map_like(BlockTransform(writer, label), label, None, None, None, None, {},  # type: ignore[attr-defined]
+        ds = self._ds._map_like(BlockTransform(writer, label), label, None, None, None, None, {},
                             min_rows=min_rows_per_file, bundle_after_read=True)
         if filename_provider is None:
             result = ds.to_arrow()

@@ -9,20 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from bridge.dataset_mixin import DatasetMixin
+
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
     from bridge.iteration.data_iterator import DataIterator
     from bridge.iteration.streaming_split import DataSplitIterator
-    from bridge.plan.logical import LogicalOp
 
 
-class IngestMethods:
-    """Training-ingest methods of :class:`bridge.Dataset` (issue: training ingest)."""
-
-    _plan: LogicalOp
-
-    def _with(self, op: LogicalOp) -> Dataset:  # provided by Dataset
-        raise NotImplementedError
+class IngestMethods(DatasetMixin):
+    """Training-ingest methods of :class:`bridge.Dataset`."""
 
     # ------------------------------------------------------------------ epochs
     def repeat(self, times: int | None = None) -> Dataset:
@@ -71,7 +67,7 @@ class IngestMethods:
         """
         from bridge.iteration.splits import split
 
-        return split(self, n, equal=equal)  # type: ignore[arg-type]
+        return split(self._ds, n, equal=equal)
 
     def split_at_indices(self, indices: Sequence[int]) -> list[MaterializedDataset]:
         """Parts ``[0, i0), [i0, i1), ..., [ik, N)``.
@@ -88,7 +84,7 @@ class IngestMethods:
 
             msg = "split_at_indices needs at least one row index; got []"
             raise BridgeValueError(msg, "pass e.g. split_at_indices([100, 250]); for one part use materialize()")
-        return split_at_indices(self, indices)  # type: ignore[arg-type]
+        return split_at_indices(self._ds, indices)
 
     def split_proportionately(self, proportions: Sequence[float]) -> list[MaterializedDataset]:
         """Parts with these fractions of the rows, plus one part with the rest.
@@ -100,7 +96,7 @@ class IngestMethods:
         """
         from bridge.iteration.splits import split_proportionately
 
-        return split_proportionately(self, proportions)  # type: ignore[arg-type]
+        return split_proportionately(self._ds, proportions)
 
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
                          ) -> tuple[MaterializedDataset, MaterializedDataset]:
@@ -114,7 +110,7 @@ class IngestMethods:
         """
         from bridge.iteration.splits import train_test_split
 
-        return train_test_split(self, test_size, shuffle=shuffle, seed=seed)  # type: ignore[arg-type]
+        return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed)
 
     def streaming_split(self, n: int, *, equal: bool = True, drop_last: bool = False,
                         stall_timeout_s: float | None = None) -> list[DataSplitIterator]:
@@ -136,7 +132,7 @@ class IngestMethods:
         """
         from bridge.iteration.streaming_split import streaming_split
 
-        return streaming_split(self, n, equal=equal, drop_last=drop_last,  # type: ignore[arg-type]
+        return streaming_split(self._ds, n, equal=equal, drop_last=drop_last,
                                stall_timeout_s=stall_timeout_s)
 
     # ------------------------------------------------------------------ exporters
@@ -175,7 +171,7 @@ class IngestMethods:
         torch_adapter: Any = get_adapter("torch")
         formatter = torch_adapter.batch_formatter(
             dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls)
-        return BatchIterator(self, options, formatter=formatter)  # type: ignore[arg-type]
+        return BatchIterator(self._ds, options, formatter=formatter)
 
     def iter_tf_batches(
         self,
@@ -217,7 +213,7 @@ class IngestMethods:
         """
         from bridge.iteration.data_iterator import DatasetIterator
 
-        return DatasetIterator(self)  # type: ignore[arg-type]
+        return DatasetIterator(self._ds)
 
     def to_torch(self, *, batch_size: int | None = None, **options: Any) -> Any:
         """A ``torch.utils.data.IterableDataset``: DataLoader workers and ranks each get their share.
@@ -232,7 +228,7 @@ class IngestMethods:
             >>> len(tds)
             2
         """
-        return self.to_any("torch", batch_size=batch_size, **options)  # type: ignore[attr-defined]
+        return self._ds.to_any("torch", batch_size=batch_size, **options)
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
               batch_size: int = 1, drop_last: bool = False, **options: Any) -> Any:
@@ -245,5 +241,5 @@ class IngestMethods:
             >>> import bridge
             >>> tfds = bridge.from_items([{"x": 1.0, "y": 0}]).to_tf("x", "y", batch_size=1)  # doctest: +SKIP
         """
-        return self.to_any("tf", feature_columns=feature_columns, label_columns=label_columns,  # type: ignore[attr-defined]
+        return self._ds.to_any("tf", feature_columns=feature_columns, label_columns=label_columns,
                            batch_size=batch_size, drop_last=drop_last, **options)

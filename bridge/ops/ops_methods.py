@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bridge.dataset_mixin import DatasetMixin
 from bridge.errors import BridgeError
 from bridge.plan.logical import AllToAll
 
@@ -17,16 +18,10 @@ if TYPE_CHECKING:
     from bridge.dataset import Dataset
     from bridge.ops.aggregate import AggregateFn
     from bridge.ops.grouped_data import GroupedData
-    from bridge.plan.logical import LogicalOp
 
 
-class GlobalOpsMethods:
+class GlobalOpsMethods(DatasetMixin):
     """All-to-all methods of :class:`bridge.Dataset`."""
-
-    _plan: LogicalOp
-
-    def _with(self, op: LogicalOp) -> Dataset:  # provided by Dataset
-        raise NotImplementedError
 
     def _all_to_all(self, fn: Any, label: str) -> Dataset:
         return self._with(AllToAll([self._plan], fn, label))
@@ -144,7 +139,7 @@ class GlobalOpsMethods:
 
             raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
         transform = random_sample_transform(fraction, seed)
-        return self._map_like(transform, transform.label, None, None, None, None, {})  # type: ignore[attr-defined]
+        return self._ds._map_like(transform, transform.label, None, None, None, None, {})
 
     def zip(self, *others: Dataset) -> Dataset:
         """Columns of ``self`` and ``others`` side by side (row counts must be equal).
@@ -164,10 +159,10 @@ class GlobalOpsMethods:
             from bridge.errors import BridgeValueError
 
             raise BridgeValueError("zip() needs at least one other Dataset", "call ds.zip(other) or ds.zip(a, b)")
-        out = self
+        out = self._ds
         for other in others:  # one exchange per input: names clash-suffixed left to right, as Ray Data does
             out = out._with(AllToAll([out._plan, other._plan], zip_fn("Zip"), "Zip"))
-        return out  # type: ignore[return-value]
+        return out
 
     # ------------------------------------------------------------------ groupby / aggregate
     def groupby(self, key: str | list[str] | None) -> GroupedData:
@@ -184,7 +179,7 @@ class GlobalOpsMethods:
         if (key is not None and not keys) or not all(isinstance(k, str) for k in keys):
             raise BridgeError(f"groupby: key must be a column name or a list of them; got {key!r}",
                               'call ds.groupby("k") or ds.groupby(["k1", "k2"])')
-        return GroupedData(self, keys)  # type: ignore[arg-type]
+        return GroupedData(self._ds, keys)
 
     def aggregate(self, *aggs: AggregateFn) -> dict[str, Any]:
         """Whole-Dataset aggregations -> ``{name: value}``.
@@ -210,7 +205,7 @@ class GlobalOpsMethods:
         """Ray Data's return shape: one column -> the value; several -> ``{"op(col)": value}``."""
         from bridge.ops.grouped_data import aggregated_columns
 
-        columns = aggregated_columns(self, op, on, [])  # type: ignore[arg-type]
+        columns = aggregated_columns(self._ds, op, on, [])
         aggs = [cls(c, **kwargs) for c in columns]
         result = self.aggregate(*aggs)
         if len(aggs) == 1:
