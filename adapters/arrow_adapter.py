@@ -16,7 +16,7 @@ class ArrowAdapter:
         return pa is not None and isinstance(obj, (pa.Table, pa.RecordBatch, pa.RecordBatchReader))
 
     def to_dataset(self, obj: Any, **options: Any) -> Any:
-        from bridge.io.memory import from_arrow
+        from bridge import from_arrow
 
         return from_arrow(obj, **options)
 

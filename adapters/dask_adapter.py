@@ -74,7 +74,7 @@ def _fetch_distributed(ref: _DistributedKey) -> Any:
 def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) -> tuple[pa.Table, BlockMetadata]:
     import dask
 
-    from bridge.io.memory import pandas_to_block
+    from bridge.pandas_types import frame_to_block
 
     graph = {k: (_fetch_distributed(v) if isinstance(v, _DistributedKey) else v) for k, v in graph.items()}
     try:
@@ -85,7 +85,7 @@ def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) ->
         raise BridgeError(msg, hint) from err
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()
-    block = pandas_to_block(part)
+    block = frame_to_block(part)
     return block, BlockMetadata.of(block)
 
 
@@ -187,8 +187,8 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
     """Compute ``ddf`` partition by partition in Ray tasks that emit Arrow blocks."""
     import dask.dataframe as dd
 
+    from bridge import from_block_refs
     from bridge._ray import ensure_ray
-    from bridge.io.memory import from_block_refs
 
     if isinstance(ddf, dd.Series):
         ddf = ddf.to_frame()
@@ -242,11 +242,11 @@ def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
 
 def _put_partition(part: Any) -> tuple[ray.ObjectRef, BlockMetadata]:
     """A driver-held partition -> one Arrow block put by (and owned by) the driver: a single copy."""
-    from bridge.io.memory import pandas_to_block
+    from bridge.pandas_types import frame_to_block
 
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()
-    block = pandas_to_block(part)
+    block = frame_to_block(part)
     return ray.put(block), BlockMetadata.of(block)
 
 

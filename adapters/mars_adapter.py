@@ -68,8 +68,9 @@ def _schema_made_with(df: Any) -> pa.Schema | None:
 
 def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> MaterializedDataset:
     """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
+    from bridge import from_blocks
     from bridge._ray import ensure_ray
-    from bridge.io.memory import from_blocks, pandas_to_block
+    from bridge.pandas_types import frame_to_block
 
     if not _is_xorbits_frame(df):
         msg = f"from_mars() needs an xorbits.pandas DataFrame; got {type(df).__module__}.{type(df).__name__}"
@@ -87,7 +88,7 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
         try:
             for part in df.iterbatch(batch_size=batch_size):
                 fetched[0] += 1
-                yield pandas_to_block(part, like)
+                yield frame_to_block(part, like)
         except BridgeError:
             raise
         except Exception as err:
@@ -95,7 +96,7 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
             raise BridgeError(msg, "check the frame computes with df.head().to_pandas(); is xorbits.init() "
                                    "running?") from err
         if not fetched[0]:  # an empty frame keeps its schema
-            yield pandas_to_block(df.head(0).to_pandas(), like)
+            yield frame_to_block(df.head(0).to_pandas(), like)
 
     return from_blocks(blocks(), name="FromMars")
 

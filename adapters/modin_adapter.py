@@ -43,8 +43,8 @@ def modin_to_dataset(mdf: Any) -> MaterializedDataset:
     """A Modin DataFrame (or Series) -> Dataset, one block per row partition."""
     import modin.pandas as mpd
 
+    from bridge import from_pandas, from_pandas_refs
     from bridge._ray import ensure_ray
-    from bridge.io.memory import from_pandas, from_pandas_refs
 
     if isinstance(mdf, mpd.Series):
         mdf = mdf.to_frame()

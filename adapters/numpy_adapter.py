@@ -20,7 +20,7 @@ class NumpyAdapter:
         return isinstance(obj, dict) and bool(obj) and all(isinstance(v, np.ndarray) for v in obj.values())
 
     def to_dataset(self, obj: Any, **options: Any) -> Any:
-        from bridge.io.memory import from_numpy
+        from bridge import from_numpy
 
         return from_numpy(obj, **options)
 

@@ -21,7 +21,7 @@ class PandasAdapter:
             isinstance(obj, list) and bool(obj) and all(isinstance(x, pd.DataFrame) for x in obj))
 
     def to_dataset(self, obj: Any, **options: Any) -> Any:
-        from bridge.io.memory import from_pandas
+        from bridge import from_pandas
 
         return from_pandas(obj, **options)
 

@@ -47,7 +47,7 @@ def from_ray_data(ray_ds: Any) -> MaterializedDataset:
         >>> bridge.from_ray_data(ray.data.range(10)).count()
         10
     """
-    from bridge.io.memory import from_arrow_refs, from_block_refs
+    from bridge import from_arrow_refs, from_block_refs
 
     data = sys.modules.get("ray.data")
     if data is None or not isinstance(ray_ds, data.Dataset):

@@ -308,7 +308,7 @@ def _collect_arrow(df: Any, num_blocks: int | None) -> list[pa.Table]:
 
 def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors: list[str]) -> MaterializedDataset:
 
-    from bridge.io.memory import from_blocks
+    from bridge import from_blocks
 
     def blocks() -> Iterator[pa.Table]:
         empty = True

@@ -273,8 +273,8 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
     ``item_0, item_1, ...`` (a dict inside a tuple is flattened into its keys);
     anything else a column ``item``.  Ragged elements become list columns.
     """
+    from bridge import from_blocks
     from bridge.batch import to_block
-    from bridge.io.memory import from_blocks
 
     tf = _tf()
 

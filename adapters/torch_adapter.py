@@ -27,8 +27,8 @@ def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
         >>> bridge.from_torch(tds).take(1)  # doctest: +SKIP
         [{'item_0': 0.0, 'item_1': 0}]
     """
+    from bridge import from_blocks
     from bridge.batch import to_block
-    from bridge.io.memory import from_blocks
 
     torch = _torch()
 
@@ -77,7 +77,7 @@ class TorchAdapter:
     def to_dataset(self, obj: Any, **options: Any) -> Any:
         torch = _torch()
         if isinstance(obj, torch.Tensor):
-            from bridge.io.memory import from_numpy
+            from bridge import from_numpy
 
             return from_numpy(obj.detach().cpu().numpy(), **options)
         return from_torch(obj, **options)

@@ -17,6 +17,19 @@ from typing import Any
 
 from bridge import tensor as _tensor  # noqa: F401  (registers the variable-shape tensor type)
 from bridge.compute import ActorPoolStrategy, TaskPoolStrategy
+from bridge.constructors.memory import (
+    from_arrow,
+    from_arrow_refs,
+    from_block_refs,
+    from_blocks,
+    from_items,
+    from_numpy,
+    from_numpy_refs,
+    from_pandas,
+    from_pandas_refs,
+    range,  # noqa: A004 - bridge.range mirrors ray.data.range
+    range_tensor,
+)
 from bridge.context import DataContext
 from bridge.dataset import Dataset, MaterializedDataset
 from bridge.errors import (
@@ -31,19 +44,6 @@ from bridge.errors import (
     StallError,
     UnsupportedTypeError,
     UserCodeError,
-)
-from bridge.io.memory import (
-    from_arrow,
-    from_arrow_refs,
-    from_block_refs,
-    from_blocks,
-    from_items,
-    from_numpy,
-    from_numpy_refs,
-    from_pandas,
-    from_pandas_refs,
-    range,  # noqa: A004 - bridge.range mirrors ray.data.range
-    range_tensor,
 )
 
 __version__ = "0.1.0"
@@ -166,15 +166,15 @@ def from_ray_data(ray_ds: Any) -> MaterializedDataset:
 #: Names resolved on first use, so that optional parts load only when used and
 #: each domain registers its public functions in its own module.
 _LAZY = {
-    # I/O (bridge/io/read_api.py)
-    "read_parquet": "bridge.io.read_api",
-    "read_csv": "bridge.io.read_api",
-    "read_json": "bridge.io.read_api",
-    "read_text": "bridge.io.read_api",
-    "read_binary_files": "bridge.io.read_api",
-    "read_numpy": "bridge.io.read_api",
-    "read_images": "bridge.io.read_api",
-    "read_datasource": "bridge.io.read_api",
+    # I/O (bridge/constructors/read_api.py)
+    "read_parquet": "bridge.constructors.read_api",
+    "read_csv": "bridge.constructors.read_api",
+    "read_json": "bridge.constructors.read_api",
+    "read_text": "bridge.constructors.read_api",
+    "read_binary_files": "bridge.constructors.read_api",
+    "read_numpy": "bridge.constructors.read_api",
+    "read_images": "bridge.constructors.read_api",
+    "read_datasource": "bridge.constructors.read_api",
     "FileShuffleConfig": "bridge.io.partitioning",
     "PathPartitionFilter": "bridge.io.partitioning",
     "FilenameProvider": "bridge.io.file_datasink",

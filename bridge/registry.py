@@ -168,7 +168,7 @@ def from_any(obj: Any, **options: Any) -> Dataset:
     if adapter is not None:
         return adapter.to_dataset(obj, **options)
     if hasattr(obj, "__arrow_c_stream__"):
-        from bridge.io.memory import from_arrow
+        from bridge.constructors.memory import from_arrow
 
         return from_arrow(obj, **options)
     msg = f"raybridge does not know how to convert a {type(obj).__module__}.{type(obj).__name__}"

@@ -67,6 +67,9 @@ def test_adapters_install_under_a_name_no_other_distribution_uses():
     setup = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert "adapters" not in setup["packages"] and "raybridge_adapters" in setup["packages"]
     assert setup["package-dir"] == {"raybridge_adapters": "adapters"}
+    # The list is explicit: a subpackage missing from it would be missing from the wheel.
+    subpackages = {".".join(p.relative_to(root).parent.parts) for p in (root / "bridge").rglob("__init__.py")}
+    assert subpackages <= set(setup["packages"]), sorted(subpackages - set(setup["packages"]))
     for path in sorted((root / "adapters").glob("*.py")):
         text = path.read_text()
         assert "from adapters" not in text and "import adapters" not in text, path.name

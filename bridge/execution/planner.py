@@ -96,7 +96,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         deps = [_build(i, ctx, out) for i in op.inputs]
         phys = UnionOp(op.name, deps)
     else:
-        # Logical operators defined outside this module plan themselves (e.g. iteration.epochs.Repeat).
+        # Logical operators defined outside this module plan themselves (e.g. ops.epochs.Repeat).
         phys = op.to_physical(ctx, lambda child: _build(child, ctx, out))
     out.append(phys)
     return phys

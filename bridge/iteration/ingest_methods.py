@@ -34,7 +34,7 @@ class IngestMethods(DatasetMixin):
             [{'id': 0}, {'id': 1}, {'id': 2}, {'id': 0}, {'id': 1}, {'id': 2}]
         """
         from bridge.errors import BridgeError
-        from bridge.iteration.epochs import Repeat
+        from bridge.ops.epochs import Repeat
 
         if times is not None and (not isinstance(times, int) or times < 0):
             raise BridgeError(f"repeat(times) needs a non-negative int or None; got {times!r}", "call repeat(3)")
@@ -52,7 +52,7 @@ class IngestMethods(DatasetMixin):
             >>> sorted(r["id"] for r in ds.take_all()) == list(range(100))
             True
         """
-        from bridge.iteration.epochs import randomize_block_order_op
+        from bridge.ops.epochs import randomize_block_order_op
 
         return self._with(randomize_block_order_op(self._plan, seed))
 
@@ -65,7 +65,7 @@ class IngestMethods(DatasetMixin):
             >>> [p.count() for p in bridge.range(10).split(3)]
             [4, 3, 3]
         """
-        from bridge.iteration.splits import split
+        from bridge.ops.splits import split
 
         return split(self._ds, n, equal=equal)
 
@@ -77,7 +77,7 @@ class IngestMethods(DatasetMixin):
             >>> [p.count() for p in bridge.range(10).split_at_indices([2, 5])]
             [2, 3, 5]
         """
-        from bridge.iteration.splits import split_at_indices
+        from bridge.ops.splits import split_at_indices
 
         if len(indices) == 0:
             from bridge.errors import BridgeValueError
@@ -94,7 +94,7 @@ class IngestMethods(DatasetMixin):
             >>> [p.count() for p in bridge.range(10).split_proportionately([0.2, 0.5])]
             [2, 5, 3]
         """
-        from bridge.iteration.splits import split_proportionately
+        from bridge.ops.splits import split_proportionately
 
         return split_proportionately(self._ds, proportions)
 
@@ -108,7 +108,7 @@ class IngestMethods(DatasetMixin):
             >>> train.count(), test.count()
             (8, 2)
         """
-        from bridge.iteration.splits import train_test_split
+        from bridge.ops.splits import train_test_split
 
         return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bridge.iteration import interrupt
-from bridge.iteration.epochs import EPOCH_SEED_ATTR, epoch_seed
+from bridge.ops.epochs import EPOCH_SEED_ATTR, epoch_seed
 
 if TYPE_CHECKING:
     from bridge.block import Block

@@ -36,7 +36,7 @@ class LogicalOp:
         """The physical operator for this one; ``build(child)`` plans an input first.
 
         The operators of this module are planned by ``bridge.execution.planner``; an
-        operator defined elsewhere (e.g. ``iteration.epochs.Repeat``) overrides this.
+        operator defined elsewhere (e.g. ``ops.epochs.Repeat``) overrides this.
         """
         from bridge.errors import BridgeError
 

@@ -13,6 +13,7 @@ from bridge.block import Block, BlockMetadata, normalize_types
 from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
 from bridge.io.datasource import split_even
+from bridge.pandas_types import frame_to_block
 from bridge.plan.logical import InputData, Read
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def from_blocks(blocks: Iterable[Any], *, name: str = "FromBlocks") -> Materiali
             if isinstance(b, pa.Table):
                 yield b
             elif type(b).__name__ == "DataFrame" and type(b).__module__.startswith("pandas"):
-                yield pandas_to_block(b)
+                yield frame_to_block(b)
             else:
                 msg = (f"from_blocks: block {i} is a {type(b).__name__}; blocks are pyarrow.Tables or "
                        "pandas DataFrames")
@@ -244,40 +245,8 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
         if len(frames) > 1 and override_num_blocks is None:
             n = 1
         for s, e in split_even(len(df), n):
-            blocks.append(pandas_to_block(df.iloc[s:e]))
+            blocks.append(frame_to_block(df.iloc[s:e]))
     return _put_blocks(blocks, "FromPandas")
-
-
-def pandas_to_block(df: Any, like: pa.Schema | None = None) -> Block:
-    """One DataFrame -> one block, keeping a non-default index.
-
-    ``like``: the Arrow schema the frame was made from, where the caller knows it
-    (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
-    """
-    import pandas as pd
-
-    from bridge.pandas_types import schema_of
-
-    idx = df.index
-    default = isinstance(idx, pd.RangeIndex) and idx.name is None
-    like = like if like is not None else schema_of(df)
-    if like is not None:
-        # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
-        from bridge.batch import restore_types
-        from bridge.pandas_types import pandas_to_block as exact_block
-
-        return restore_types(exact_block(df, like, preserve_index=not default), like)
-    try:
-        return pa.Table.from_pandas(df, preserve_index=not default)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        from bridge.batch import BatchTypeError, to_block
-
-        try:
-            return to_block(df.reset_index(drop=default))
-        except BatchTypeError:
-            pass
-        msg = f"cannot convert the DataFrame to Arrow: {err}"
-        raise BridgeError(msg, "mixed-type object columns need one type; cast them with df.astype(...)") from err
 
 
 def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
@@ -317,7 +286,7 @@ def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
     from bridge.batch import to_block
 
     if kind == "pandas":
-        block = pandas_to_block(obj)
+        block = frame_to_block(obj)
     elif isinstance(obj, np.ndarray):
         block = to_block({"data": obj})
     else:
