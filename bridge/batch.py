@@ -48,10 +48,10 @@ def normalize_format(batch_format: str | None) -> str:
         return "pyarrow"
     fmt = _ALIASES.get(batch_format, batch_format)
     if fmt not in BATCH_FORMATS:
-        from bridge.errors import BridgeError
+        from bridge.errors import BridgeValueError
 
         msg = f"unknown batch_format {batch_format!r}"
-        raise BridgeError(msg, f"use one of {', '.join(BATCH_FORMATS)}")
+        raise BridgeValueError(msg, f"use one of {', '.join(BATCH_FORMATS)}")
     return fmt
 
 

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -39,7 +40,7 @@ from bridge.execution.transform import (
 from bridge.io.write_methods import WriteMethods
 from bridge.iteration.ingest_methods import IngestMethods
 from bridge.ops.ops_methods import GlobalOpsMethods
-from bridge.plan.logical import InputData, Limit, LogicalOp, MapLike, Project, Read, Union
+from bridge.plan.logical import Compute, InputData, Limit, LogicalOp, MapLike, Project, Read, Union
 
 if TYPE_CHECKING:
     import pandas
@@ -112,6 +113,10 @@ def writable_batches(fn: Any) -> Any:
         return fn(copied(batch), *args, **kwargs)
 
     return wrapper
+
+
+def _renaming_transform(label: str, names: dict[str, str]) -> BlockTransform:
+    return _unique_names(project_transform(label, rename=names), label)
 
 
 def _unique_names(inner: BlockTransform, label: str) -> BlockTransform:
@@ -207,13 +212,13 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             msg = f"{label}: device={device!r} needs batch_format='torch'; got batch_format={batch_format!r}"
             raise BridgeValueError(msg, "pass batch_format='torch' to get tensors on the device")
-        transform = map_batches_transform(user, batch_format, batch_size, label, device=device)
-        return self._map_like(transform, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
+        make = partial(map_batches_transform, user, batch_format, batch_size, label, device=device)
+        return self._map_like(make, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
                               min_rows=batch_size)
 
     def _map_like(
         self,
-        transform: Any,
+        make: Callable[[], BlockTransform],
         label: str,
         user: UserFn | None,
         concurrency: int | tuple[int, int] | None,
@@ -236,11 +241,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         if user is not None and user.is_class and concurrency is None:
             # A class without a pool size still gets an actor pool: state must live in an actor.
             uses_actors = True
-        op = MapLike(
-            [self._plan], transform, label, num_cpus=num_cpus, num_gpus=num_gpus, concurrency=concurrency,
-            uses_actors=uses_actors, ray_remote_args=dict(ray_remote_args), min_rows_per_bundle=min_rows,
-            preserves_rows=preserves_rows, bundle_after_read=bundle_after_read,
-        )
+        make()  # the factory checks its arguments (batch_format, ...): a bad one fails here, at the call
+        compute = Compute(actors=uses_actors, concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus,
+                          ray_remote_args=dict(ray_remote_args))
+        op = MapLike([self._plan], label, make, fn=user, compute=compute, min_rows_per_bundle=min_rows,
+                     preserves_rows=preserves_rows, bundle_after_read=bundle_after_read)
         return self._with(op)
 
     def map(self, fn: Callable[[dict[str, Any]], dict[str, Any]] | type, *,
@@ -258,7 +263,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         label = f"Map({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
-        return self._map_like(map_rows_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
+        return self._map_like(partial(map_rows_transform, user, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args, preserves_rows=True)
 
     def flat_map(self, fn: Callable[[dict[str, Any]], list[dict[str, Any]]] | type, *,
@@ -276,7 +281,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         label = f"FlatMap({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
-        return self._map_like(flat_map_transform(user, label), label, user, concurrency, num_cpus, num_gpus,
+        return self._map_like(partial(flat_map_transform, user, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
 
     def filter(self, fn: Callable[[dict[str, Any]], bool] | type | None = None, *, expr: Any = None,
@@ -307,12 +312,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             expr = parse_filter_expr(expr)
         if fn is None:
-            return self._map_like(_expr_filter_transform(expr, f"Filter({expr})"), f"Filter({expr})", None,
+            return self._map_like(partial(_expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
-        return self._map_like(filter_transform(user, None, label), label, user, concurrency, num_cpus, num_gpus,
+        return self._map_like(partial(filter_transform, user, None, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
 
     def add_column(self, col: str, fn: Callable[[Any], Any], *, batch_format: str = "pandas",
@@ -328,11 +333,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         label = f"AddColumn({col})"
         user = UserFn(fn)
-        return self._map_like(add_column_transform(col, user, batch_format, label), label, None, None, num_cpus,
+        return self._map_like(partial(add_column_transform, col, user, batch_format, label), label, None, None, num_cpus,
                               None, ray_remote_args, preserves_rows=True)
 
     def _project(self, label: str, columns: list[str] | None = None, **kw: Any) -> Dataset:
-        op = Project([self._plan], project_transform(label, **kw), label, preserves_rows=True, columns=columns)
+        op = Project([self._plan], label, partial(project_transform, label, **kw), preserves_rows=True,
+                     columns=columns)
         return self._with(op)
 
     def select_columns(self, cols: list[str] | str) -> Dataset:
@@ -376,8 +382,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             msg = f"rename_columns: columns {sources} would all be named {clashing[0]!r}; column names must be unique"
             raise SchemaMismatchError(msg, "give each column its own new name, or drop_columns the ones not needed")
         label = f"RenameColumns({names})"
-        op = Project([self._plan], _unique_names(project_transform(label, rename=dict(names)), label), label,
-                     preserves_rows=True)
+        op = Project([self._plan], label, partial(_renaming_transform, label, dict(names)), preserves_rows=True)
         return self._with(op)
 
     def limit(self, n: int) -> Dataset:

@@ -66,19 +66,20 @@ class ActorPoolOp(PhysicalOp):
     def __init__(self, name: str, deps: list[PhysicalOp], op: MapLike, ctx: DataContext) -> None:
         super().__init__(name, deps)
         self.ctx = ctx
-        self.transform = op.transform
-        remote = dict(op.ray_remote_args)
+        self.transform = op.make()
+        compute = op.compute
+        remote = dict(compute.ray_remote_args)
         max_in_flight = int(remote.pop("max_tasks_in_flight_per_actor", 4))
         self.user_retries = int(remote.pop("max_retries", ctx.max_user_retries))
         max_restarts = int(remote.pop("max_restarts", max(4 * ctx.max_task_retries, 4)))
         remote.pop("compute", None)
         remote.pop("retry_exceptions", None)
-        min_actors, max_actors = pool_size(name, op.concurrency)
+        min_actors, max_actors = pool_size(name, compute.concurrency)
         self.pool = ActorPool(
-            name, op.transform, ctx, scaling=AutoscalingPolicy(min_actors, max_actors),
-            num_cpus=float(op.num_cpus if op.num_cpus is not None else 1), cpus_explicit=op.num_cpus is not None,
-            num_gpus=float(op.num_gpus or 0), remote_args=remote, max_in_flight=max_in_flight,
-            max_restarts=max_restarts)
+            name, self.transform, ctx, scaling=AutoscalingPolicy(min_actors, max_actors),
+            num_cpus=float(compute.num_cpus if compute.num_cpus is not None else 1),
+            cpus_explicit=compute.num_cpus is not None, num_gpus=float(compute.num_gpus or 0), remote_args=remote,
+            max_in_flight=max_in_flight, max_restarts=max_restarts)
         #: With a batch_size every call gets exactly that many rows (small blocks combined, large ones cut).
         self.cutter = BatchCutter(op.min_rows_per_bundle) if op.min_rows_per_bundle else None
 

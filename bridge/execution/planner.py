@@ -14,21 +14,22 @@ def _identity() -> BlockTransform:
 
 
 def _fusable(a: MapLike, b: MapLike) -> bool:
+    ca, cb = a.compute, b.compute
     return (
-        not a.uses_actors
-        and not b.uses_actors
-        and (a.num_gpus or 0) == (b.num_gpus or 0)
-        and (a.num_cpus or 1) == (b.num_cpus or 1)
-        and a.ray_remote_args == b.ray_remote_args
+        not ca.actors
+        and not cb.actors
+        and (ca.num_gpus or 0) == (cb.num_gpus or 0)
+        and (ca.num_cpus or 1) == (cb.num_cpus or 1)
+        and ca.ray_remote_args == cb.ray_remote_args
     )
 
 
 def _remote_args(op: MapLike) -> dict[str, object]:
-    args = dict(op.ray_remote_args)
-    if op.num_cpus is not None:
-        args["num_cpus"] = op.num_cpus
-    if op.num_gpus:
-        args["num_gpus"] = op.num_gpus
+    args: dict[str, object] = dict(op.compute.ray_remote_args)
+    if op.compute.num_cpus is not None:
+        args["num_cpus"] = op.compute.num_cpus
+    if op.compute.num_gpus:
+        args["num_gpus"] = op.compute.num_gpus
     return args
 
 
@@ -43,11 +44,12 @@ def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
 
 def _check_resources(op: MapLike) -> None:
     """Tasks asking for more GPUs or CPUs than any node has would wait forever: say so now."""
-    if not op.num_gpus and op.num_cpus is None:
+    num_cpus, num_gpus = op.compute.num_cpus, op.compute.num_gpus
+    if not num_gpus and num_cpus is None:
         return
     from bridge.execution.actor_sizing import check_request_fits
 
-    check_request_fits(op.name, "task", float(op.num_cpus or 0), float(op.num_gpus or 0))
+    check_request_fits(op.name, "task", float(num_cpus or 0), float(num_gpus or 0))
 
 
 def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp:
@@ -66,7 +68,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         _check_resources(group[0])
         transform = _identity()
         for m in group:
-            transform = transform + m.transform
+            transform = transform + m.make()
         label = "->".join(m.name for m in group)
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
         if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):
@@ -76,8 +78,8 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         else:
             deps = [_build(child, ctx, out)]
             phys = MapOp(label, deps, transform, ctx, remote_args=_remote_args(group[0]), min_rows_per_bundle=min_rows)
-        caps = [m.concurrency if isinstance(m.concurrency, int) else m.concurrency[1]
-                for m in group if m.concurrency is not None and not isinstance(m.concurrency, bool)]
+        concurrencies = [m.compute.concurrency for m in group]
+        caps = [c if isinstance(c, int) else c[1] for c in concurrencies if c is not None and not isinstance(c, bool)]
         if caps:
             # concurrency= on a plain function caps its tasks in flight (Ray Data's meaning).
             phys.max_running = max(min(min(caps), phys.max_running), 1)

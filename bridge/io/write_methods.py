@@ -63,6 +63,8 @@ class WriteMethods(DatasetMixin):
                      options: dict[str, Any], column: str | None = None,
                      partition_cols: list[str] | None = None, min_rows_per_file: int | None = None,
                      filename_provider: Any = None) -> list[str]:
+        from functools import partial
+
         from bridge.execution.transform import BlockTransform
         from bridge.io.file_datasink import (
             FileWriter,
@@ -103,7 +105,7 @@ class WriteMethods(DatasetMixin):
         label = f"Write{fmt.capitalize()}"
         # min_rows_per_file: contiguous blocks are bundled into one write task until they hold that many
         # rows (a block is never split; the last file may hold fewer), as Ray Data does.
-        ds = self._ds._map_like(BlockTransform(writer, label), label, None, None, None, None, {},
+        ds = self._ds._map_like(partial(BlockTransform, writer, label), label, None, None, None, None, {},
                             min_rows=min_rows_per_file, bundle_after_read=True)
         if filename_provider is None:
             result = ds.to_arrow()

@@ -196,6 +196,8 @@ class GroupedData:
             ...                            batch_format="numpy").take_all()
             [{'k': 1, 'n': 2}, {'k': 2, 'n': 1}]
         """
+        from functools import partial
+
         from bridge import batch as batch_mod
         from bridge.compute import resolve_compute
         from bridge.execution.transform import UserFn
@@ -212,7 +214,7 @@ class GroupedData:
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
         part_label = f"GroupPartition({self._keys})"
         grouped = self._ds._with(AllToAll([self._ds._plan], group_partition_fn(self._keys, part_label), part_label))
-        return grouped._map_like(map_groups_transform(self._keys, user, fmt, label), label, user,
+        return grouped._map_like(partial(map_groups_transform, self._keys, user, fmt, label), label, user,
                                  concurrency, num_cpus, num_gpus, ray_remote_args)
 
     def __repr__(self) -> str:

@@ -132,14 +132,16 @@ class GlobalOpsMethods(DatasetMixin):
             >>> 300 < bridge.range(1000).random_sample(0.5, seed=0).count() < 700
             True
         """
+        from functools import partial
+
         from bridge.ops.shuffle import random_sample_transform
 
         if not 0.0 <= fraction <= 1.0:
             from bridge.errors import BridgeValueError
 
             raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
-        transform = random_sample_transform(fraction, seed)
-        return self._ds._map_like(transform, transform.label, None, None, None, None, {})
+        make = partial(random_sample_transform, fraction, seed)
+        return self._ds._map_like(make, f"RandomSample({fraction})", None, None, None, None, {})
 
     def zip(self, *others: Dataset) -> Dataset:
         """Columns of ``self`` and ``others`` side by side (row counts must be equal).

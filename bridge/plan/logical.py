@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bridge.execution.bundle import RefBundle
-    from bridge.execution.transform import BlockTransform
+    from bridge.execution.transform import BlockTransform, UserFn
     from bridge.io.datasource import Datasource
 
 
@@ -88,20 +88,35 @@ class InputData(LogicalOp):
         return self.source_name
 
 
-@dataclasses.dataclass(eq=False)
-class MapLike(LogicalOp):
-    """A one-to-one-block operator: runs per block inside a task or an actor."""
+@dataclasses.dataclass(frozen=True)
+class Compute:
+    """Where a map-like operator runs, and what each of its tasks or actors asks of Ray."""
 
-    #: Builds the per-block transform run in the worker.
-    transform: BlockTransform
-    label: str
-    #: Ray resources per task/actor and the compute strategy.
+    #: An actor pool (a callable class keeps its state in long-lived actors); else stateless tasks.
+    actors: bool = False
+    #: Actors: ``n`` or ``(min, max)`` (``None``: 1 to the CPU count); tasks: a cap on tasks in flight.
+    concurrency: int | tuple[int, int] | None = None
     num_cpus: float | None = None
     num_gpus: float | None = None
-    #: ``None`` = tasks; an int or (min, max) with a class fn = actor pool.
-    concurrency: int | tuple[int, int] | None = None
-    uses_actors: bool = False
     ray_remote_args: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(eq=False)
+class MapLike(LogicalOp):
+    """A one-to-one-block operator: what to run per block, with what, and where.
+
+    A record, not a built transform: ``make`` is the transform's factory with its arguments
+    (a :func:`functools.partial`, e.g. ``partial(map_batches_transform, fn, "numpy", 256, label)``),
+    called when the plan becomes physical; ``fn`` is the user's function or class with its
+    arguments; ``compute`` says tasks or actors and the resources of each.
+    """
+
+    label: str
+    #: Builds the per-block transform run in the worker (the factory and its arguments).
+    make: Callable[[], BlockTransform]
+    #: The user's function or class and its arguments (``None``: the library's own code).
+    fn: UserFn | None = None
+    compute: Compute = dataclasses.field(default_factory=Compute)
     #: Rows the operator would like per call (batch_size); inputs are bundled up to it.
     min_rows_per_bundle: int | None = None
     #: Row count in == row count out (projections, row maps): limits may pass it.
@@ -113,6 +128,10 @@ class MapLike(LogicalOp):
     @property
     def name(self) -> str:
         return self.label
+
+    @property
+    def uses_actors(self) -> bool:
+        return self.compute.actors
 
 
 @dataclasses.dataclass(eq=False)
