@@ -114,3 +114,20 @@ def test_api_reference_is_current():
 
     assert api_reference.API.exists() and api_reference.API.read_text() == api_reference.render(), (
         "docs/API.md differs from the docstrings; run `python -m tests.api_reference --write` and commit it")
+
+
+def test_docstrings_carry_no_timings():
+    """Figures go stale: measurements live in the benchmarks (integration/bench/RESULTS.md), not in docstrings."""
+    import ast
+    import re
+    from pathlib import Path
+
+    timing = re.compile(r"\b\d+(\.\d+)?\s?(ms|µs|us|ns|GB/s|MB/s|GiB/s|MiB/s|img/s|rows/s)\b|measured on", re.I)
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for path in sorted([*root.joinpath("bridge").rglob("*.py"), *root.joinpath("adapters").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node) or ""
+                found += [f"{path.relative_to(root)}: {m.group(0)!r}" for m in timing.finditer(doc)]
+    assert not found, found

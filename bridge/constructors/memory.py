@@ -107,8 +107,8 @@ def _check_unique_names(block: Block, name: str) -> None:
 def in_memory_num_blocks(size_bytes: int, num_rows: int, override: int | None = None) -> int:
     """Blocks for data already in driver memory: enough to keep every CPU busy, and no more.
 
-    Unlike a file read, nothing is gained by many small pieces here: each costs a ``ray.put``
-    (~2 ms), so one block per CPU twice over, or per ``target_max_block_size``, whichever is more,
+    Unlike a file read, nothing is gained by many small pieces here: each costs a ``ray.put``,
+    so one block per CPU twice over, or per ``target_max_block_size``, whichever is more,
     and none smaller than ``target_min_block_size``.
     """
     if override is not None:

@@ -43,10 +43,9 @@ def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Ite
     bundles that are already done without waiting (``take_ready``: the
     streaming executor's output, a materialized dataset), those are fetched
     together with the next one, up to ``FETCH_GROUP_BLOCKS`` blocks and
-    ``FETCH_GROUP_BYTES``: each ``ray.get`` call costs ~100 µs beyond its
-    objects' deserialisation, which a group of 4-8 blocks shares (measured on
-    2 cores: 258 µs per 25 MB block fetched alone, 165 µs in groups of 4).
-    Nothing waits for a block that is not done yet.
+    ``FETCH_GROUP_BYTES``: each ``ray.get`` call has a fixed cost beyond its
+    objects' deserialisation, which a group of a few blocks shares (benchmark
+    ``torch_ingest``).  Nothing waits for a block that is not done yet.
     """
     take_ready: Callable[[int, int], list[RefBundle]] | None = getattr(bundles, "take_ready", None)
     for first in bundles:
