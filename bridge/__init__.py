@@ -215,8 +215,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The module's names, the lazily loaded ones (``read_*``, ``init_spark``, ...) included."""
-    return sorted(set(globals()) | set(_LAZY))
+    """The public names, the lazily loaded ones (``read_*``, ``init_spark``, ...) included, and the
+    submodules; not what this module imports for itself (``typing.Any``)."""
+    import types
+
+    own = {n for n, v in globals().items() if n.startswith("__") or isinstance(v, types.ModuleType)}
+    return sorted(own | set(__all__) | set(_LAZY))
 
 
 __all__ = [

@@ -29,7 +29,14 @@ class ComputeStrategy:
 
 
 class TaskPoolStrategy(ComputeStrategy):
-    """Stateless Ray tasks; ``size`` caps the tasks in flight (``None``: as many as the executor runs)."""
+    """Stateless Ray tasks; ``size`` caps the tasks in flight (``None``: as many as the executor runs).
+
+    Example:
+        >>> import bridge
+        >>> add_one = lambda b: {"id": b["id"] + 1}
+        >>> bridge.range(3).map_batches(add_one, compute=bridge.TaskPoolStrategy(size=1)).take_all()
+        [{'id': 1}, {'id': 2}, {'id': 3}]
+    """
 
     def __init__(self, size: int | None = None) -> None:
         if size is not None and (not isinstance(size, int) or size < 1):
@@ -50,6 +57,15 @@ class ActorPoolStrategy(ComputeStrategy):
     ``max_size=None`` scales up to the cluster's CPU count; ``initial_size`` and
     ``max_tasks_in_flight_per_actor`` are accepted for Ray Data compatibility
     (the pool starts at ``min_size`` and sizes its queues itself).
+
+    Example:
+        >>> import bridge
+        >>> class Double:
+        ...     def __call__(self, b):
+        ...         return {"id": b["id"] * 2}
+        >>> strategy = bridge.ActorPoolStrategy(min_size=1, max_size=2)
+        >>> bridge.range(3).map_batches(Double, compute=strategy).take_all()
+        [{'id': 0}, {'id': 2}, {'id': 4}]
     """
 
     def __init__(self, *, size: int | None = None, min_size: int | None = None, max_size: int | None = None,

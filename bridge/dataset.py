@@ -143,6 +143,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     ``bridge/iteration/ingest_methods.py``, global operations in
     ``bridge/ops/ops_methods.py``, file writes in ``bridge/io/write_methods.py``;
     framework conversions (``to_dask``, ``to_spark``, ...) go through ``adapters``.
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.range(4).map_batches(lambda b: {"id": b["id"] * 10})  # lazy: nothing runs yet
+        >>> ds.take_all()
+        [{'id': 0}, {'id': 10}, {'id': 20}, {'id': 30}]
     """
 
     def __init__(self, plan: LogicalOp, stats_parent: DatasetStats | None = None) -> None:
@@ -933,7 +939,16 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
 
 class MaterializedDataset(Dataset):
-    """A Dataset whose blocks are computed and held in the object store."""
+    """A Dataset whose blocks are computed and held in the object store.
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.range(6, override_num_blocks=2).materialize()
+        >>> ds
+        MaterializedDataset(num_blocks=2, num_rows=6, schema=id: int64)
+        >>> ds.count()  # read from the held blocks' metadata
+        6
+    """
 
     def __init__(self, plan: InputData, stats: DatasetStats | None = None) -> None:
         super().__init__(plan, stats)

@@ -21,7 +21,18 @@ def format_message(what: str, hint: str | None = None) -> str:
 
 
 class BridgeError(Exception):
-    """Base class of every error raised by raybridge."""
+    """Base class of every error raised by raybridge: the message, a blank line, ``Hint: <the fix>``.
+
+    Example:
+        >>> import bridge
+        >>> err = bridge.BridgeError("take_batch(5): the Dataset has no rows", "check the filters")
+        >>> print(err)
+        take_batch(5): the Dataset has no rows
+        <BLANKLINE>
+        Hint: check the filters
+        >>> err.what, err.hint
+        ('take_batch(5): the Dataset has no rows', 'check the filters')
+    """
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         self.what = message
@@ -34,7 +45,14 @@ class BridgeError(Exception):
 
 
 class MissingDependencyError(BridgeError, ImportError):
-    """An optional framework is needed but not installed."""
+    """An optional framework is needed but not installed (an ``ImportError`` too).
+
+    Example:
+        >>> import bridge
+        >>> err = missing_dependency("pyspark", "raybridge[spark]", "from_spark")
+        >>> isinstance(err, ImportError), str(err).splitlines()[-1]
+        (True, "Hint: pip install 'raybridge[spark]'")
+    """
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         BridgeError.__init__(self, message, hint)
@@ -48,11 +66,29 @@ def missing_dependency(package: str, extra: str, what: str) -> MissingDependency
 
 
 class SchemaMismatchError(BridgeError, ValueError):
-    """Two schemas that had to agree do not."""
+    """Two schemas that had to agree do not (a ``ValueError`` too).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.from_items([{"a": 1, "b": 2}]).rename_columns({"a": "c", "b": "c"})
+        ... except ValueError as err:
+        ...     print(type(err).__name__)
+        SchemaMismatchError
+    """
 
 
 class UnsupportedTypeError(BridgeError, TypeError):
-    """A column's type cannot be represented by the target framework."""
+    """A value or column type the target cannot represent (a ``TypeError`` too).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.from_any(object())
+        ... except TypeError as err:
+        ...     print(type(err).__name__, "|", err.what)
+        UnsupportedTypeError | raybridge does not know how to convert a builtins.object
+    """
 
 
 class UserCodeError(BridgeError):
@@ -61,6 +97,14 @@ class UserCodeError(BridgeError):
     ``operator`` names the operator (``MapBatches(normalize)``), ``block_index``
     the input block it was processing; ``original`` is the exception the user's
     code raised (also chained as ``__cause__`` when raised on the driver).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.range(2).map(lambda row: {"x": 1 / 0}).take_all()
+        ... except bridge.UserCodeError as err:
+        ...     print(err.operator, type(err.original).__name__)
+        Map(<lambda>) ZeroDivisionError
     """
 
     def __init__(
@@ -87,19 +131,46 @@ class UserCodeError(BridgeError):
 
 
 class BlockLostError(BridgeError):
-    """A block was lost (its node died) and its source cannot be re-read."""
+    """A block was lost (its node died) and its source cannot be re-read.
+
+    Example:
+        >>> import bridge
+        >>> issubclass(bridge.BlockLostError, bridge.BridgeError)
+        True
+    """
 
 
 class StallError(BridgeError, TimeoutError):
-    """A consumer or an operator made no progress within the configured timeout."""
+    """A consumer or an operator made no progress within the configured timeout (a ``TimeoutError`` too).
+
+    Example:
+        >>> import bridge
+        >>> issubclass(bridge.StallError, TimeoutError)  # raise DataContext.stall_timeout_s for slow calls
+        True
+    """
 
 
 class InsufficientMemoryError(BridgeError, MemoryError):
-    """A conversion would hold more on the driver than ``DataContext.driver_memory_budget`` allows."""
+    """A conversion would hold more on the driver than ``DataContext.driver_memory_budget`` allows.
+
+    Example:
+        >>> import bridge
+        >>> issubclass(bridge.InsufficientMemoryError, MemoryError)
+        True
+    """
 
 
 class DatasetEmptyError(BridgeError, ValueError):
-    """An operation needed at least one row and the Dataset has none."""
+    """An operation needed at least one row and the Dataset has none (a ``ValueError`` too).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.range(3).filter(expr="id > 5").take_batch(2)
+        ... except ValueError as err:
+        ...     print(type(err).__name__, "|", err.what)
+        DatasetEmptyError | take_batch(2): the Dataset has no rows
+    """
 
 
 def _picklable_or_none(obj: Any) -> Any:
@@ -130,11 +201,29 @@ __all__ = [
 
 
 class BridgeValueError(BridgeError, ValueError):
-    """An argument has the right type but a value raybridge cannot use (a negative size, an empty list)."""
+    """An argument has the right type but a value raybridge cannot use (a negative size, an empty list).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.range(3).take_batch(0)
+        ... except ValueError as err:
+        ...     print(type(err).__name__, "|", err.what)
+        BridgeValueError | take_batch: batch_size must be a positive number of rows; got 0
+    """
 
 
 class BridgeTypeError(BridgeError, TypeError):
-    """An argument of the wrong kind (constructor arguments for a plain function, say)."""
+    """An argument of the wrong kind (a list where blocks are expected, say).
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.from_blocks([[1, 2]])
+        ... except TypeError as err:
+        ...     print(type(err).__name__, "|", err.what)
+        BridgeTypeError | from_blocks: block 0 is a list; blocks are pyarrow.Tables or pandas DataFrames
+    """
 
 
 class ConversionWarning(UserWarning):

@@ -62,7 +62,14 @@ class RowIterator(Iterator[dict[str, Any]]):
 
 
 class DataIterator:
-    """Batches, rows and framework tensors of a Dataset or of one split (see the module docstring)."""
+    """Batches, rows and framework tensors of a Dataset or of one split (see the module docstring).
+
+    Example:
+        >>> import bridge
+        >>> it = bridge.range(4).iterator()
+        >>> [len(b["id"]) for b in it.iter_batches(batch_size=3)]
+        [3, 1]
+    """
 
     def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
                      drop_last: bool = False, local_shuffle_buffer_size: int | None = None,

@@ -214,7 +214,13 @@ class Count(_Builtin):
 
 
 class Sum(_Builtin):
-    """Sum of ``on`` (null for a group without non-null values)."""
+    """Sum of ``on`` (null for a group without non-null values).
+
+    Example:
+        >>> import bridge
+        >>> bridge.range(4).aggregate(bridge.Sum("id"))
+        {'sum(id)': 6}
+    """
 
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "sum")
@@ -227,7 +233,13 @@ class Sum(_Builtin):
 
 
 class Min(_Builtin):
-    """Smallest value of ``on`` (numbers, strings, timestamps, ...)."""
+    """Smallest value of ``on`` (numbers, strings, timestamps, ...).
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"s": "pear"}, {"s": "apple"}]).aggregate(bridge.Min("s"))
+        {'min(s)': 'apple'}
+    """
 
     _fn = "min"
 
@@ -242,13 +254,25 @@ class Min(_Builtin):
 
 
 class Max(Min):
-    """Largest value of ``on``."""
+    """Largest value of ``on``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.range(4).aggregate(bridge.Max("id"))
+        {'max(id)': 3}
+    """
 
     _fn = "max"
 
 
 class Mean(_Builtin):
-    """Arithmetic mean of ``on`` as float64."""
+    """Arithmetic mean of ``on`` as float64.
+
+    Example:
+        >>> import bridge
+        >>> bridge.range(4).aggregate(bridge.Mean("id"))
+        {'mean(id)': 1.5}
+    """
 
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "mean")
@@ -272,6 +296,11 @@ class Std(_Builtin):
     Each block keeps (count, mean, M2) per group; the merge uses the parallel
     formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)`` in NumPy over group
     ids, which stays accurate when the mean is large against the spread.
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"x": 1.0}, {"x": 3.0}]).aggregate(bridge.Std("x"))
+        {'std(x)': 1.4142135623730951}
     """
 
     def __init__(self, on: str, ddof: int = 1, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
@@ -374,7 +403,14 @@ class Quantile(_Builtin):
 
 
 class Unique(_Builtin):
-    """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``)."""
+    """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``).
+
+    Example:
+        >>> import bridge
+        >>> out = bridge.from_items([{"k": 2}, {"k": 1}, {"k": 2}]).aggregate(bridge.Unique("k"))
+        >>> sorted(out["unique(k)"])
+        [1, 2]
+    """
 
     def __init__(self, on: str, ignore_nulls: bool = False, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "unique")
