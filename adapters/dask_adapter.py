@@ -74,7 +74,7 @@ def _fetch_distributed(ref: _DistributedKey) -> Any:
 def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) -> tuple[pa.Table, BlockMetadata]:
     import dask
 
-    from bridge.pandas_types import frame_to_block
+    from bridge.batch import frame_to_block
 
     graph = {k: (_fetch_distributed(v) if isinstance(v, _DistributedKey) else v) for k, v in graph.items()}
     try:
@@ -242,7 +242,7 @@ def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
 
 def _put_partition(part: Any) -> tuple[ray.ObjectRef, BlockMetadata]:
     """A driver-held partition -> one Arrow block put by (and owned by) the driver: a single copy."""
-    from bridge.pandas_types import frame_to_block
+    from bridge.batch import frame_to_block
 
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()

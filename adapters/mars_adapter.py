@@ -70,7 +70,7 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
     """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
     from bridge import from_blocks
     from bridge._ray import ensure_ray
-    from bridge.pandas_types import frame_to_block
+    from bridge.batch import frame_to_block
 
     if not _is_xorbits_frame(df):
         msg = f"from_mars() needs an xorbits.pandas DataFrame; got {type(df).__module__}.{type(df).__name__}"

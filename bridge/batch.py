@@ -249,6 +249,35 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     raise BatchTypeError(msg)
 
 
+def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
+    """One DataFrame -> one block, keeping a non-default index.
+
+    ``like``: the Arrow schema the frame was made from, where the caller knows it
+    (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
+    """
+    import pandas as pd
+
+    from bridge.pandas_types import pandas_to_block, schema_of
+
+    idx = df.index
+    default = isinstance(idx, pd.RangeIndex) and idx.name is None
+    like = like if like is not None else schema_of(df)
+    if like is not None:
+        # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
+        return restore_types(pandas_to_block(df, like, preserve_index=not default), like)
+    try:
+        return pa.Table.from_pandas(df, preserve_index=not default)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        try:
+            return to_block(df.reset_index(drop=default))
+        except BatchTypeError:
+            pass
+        from bridge.errors import BridgeError
+
+        msg = f"cannot convert the DataFrame to Arrow: {err}"
+        raise BridgeError(msg, "mixed-type object columns need one type; cast them with df.astype(...)") from err
+
+
 def restore_types(block: Block, like: pa.Schema | None) -> Block:
     """Cast pandas' lossy stand-ins back to the input column's type where the values allow.
 

@@ -246,34 +246,3 @@ def _needs_nullable_task(*blocks: Block) -> set[str]:
     for block in blocks:
         found |= needs_nullable(block)
     return found
-
-
-def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
-    """One DataFrame -> one block, keeping a non-default index.
-
-    ``like``: the Arrow schema the frame was made from, where the caller knows it
-    (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
-    """
-    import pandas as pd
-
-    idx = df.index
-    default = isinstance(idx, pd.RangeIndex) and idx.name is None
-    like = like if like is not None else schema_of(df)
-    if like is not None:
-        # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
-        from bridge.batch import restore_types
-
-        return restore_types(pandas_to_block(df, like, preserve_index=not default), like)
-    try:
-        return pa.Table.from_pandas(df, preserve_index=not default)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        from bridge.batch import BatchTypeError, to_block
-
-        try:
-            return to_block(df.reset_index(drop=default))
-        except BatchTypeError:
-            pass
-        msg = f"cannot convert the DataFrame to Arrow: {err}"
-        from bridge.errors import BridgeError
-
-        raise BridgeError(msg, "mixed-type object columns need one type; cast them with df.astype(...)") from err

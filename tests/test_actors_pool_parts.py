@@ -6,12 +6,9 @@ reliability tests.)
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 
 from bridge.block import BlockMetadata
-from bridge.execution import pool as pool_module
 from bridge.execution.batch_cutter import BatchCutter
 from bridge.execution.bundle import RefBundle
 from bridge.execution.pool import AutoscalingPolicy
@@ -90,9 +87,3 @@ def test_policy_releases_idle_actors_beyond_min_and_all_once_input_ends():
     assert not policy.should_replace(actors=2, work_left=False)
     assert policy.should_replace(actors=2, work_left=True)
 
-
-def test_policy_docstring_example_runs():
-    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
-    for test in finder.find(AutoscalingPolicy, "AutoscalingPolicy", globs=vars(pool_module)):
-        runner.run(test)
-    assert runner.tries > 0 and runner.failures == 0

@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 import ray
 
+from bridge.batch import frame_to_block
 from bridge.block import Block, BlockMetadata, normalize_types
 from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
 from bridge.io.datasource import split_even
-from bridge.pandas_types import frame_to_block
 from bridge.plan.logical import InputData, Read
 
 if TYPE_CHECKING:
