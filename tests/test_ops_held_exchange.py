@@ -156,3 +156,21 @@ def test_auto_uses_holders_when_the_input_outgrows_half_the_store_and_fits_the_b
     exchange_mode.shuffle_exchange = "in the air"
     with pytest.raises(ValueError, match="shuffle_exchange must be one of"):
         held_exchange._use_holders(metas(2 * store), 8, exchange_mode)
+
+
+def test_auto_keeps_the_task_exchange_for_few_large_pieces_below_most_of_the_store(exchange_mode):
+    store = bridge._ray.object_store_capacity()
+    exchange_mode.shuffle_exchange = "auto"
+    exchange_mode.shuffle_memory_budget = 4 * store
+    total = int(0.7 * store)
+
+    def metas(blocks: int) -> list[BlockMetadata]:
+        return [BlockMetadata(num_rows=1, size_bytes=total // blocks, schema=None) for _ in range(blocks)]
+
+    pieces_of_large = int((total / held_exchange.LARGE_PIECE_BYTES) ** 0.5) // 2  # blocks = partitions
+    assert not held_exchange._use_holders(metas(pieces_of_large), pieces_of_large, exchange_mode)
+    many = 4 * pieces_of_large + 50  # pieces below LARGE_PIECE_BYTES: the holders, as above half the store
+    assert held_exchange._use_holders(metas(many), many, exchange_mode)
+    # Above LARGE_PIECES_STORE_FRACTION the task exchange would spill most of it: holders whatever the pieces.
+    big = [BlockMetadata(num_rows=1, size_bytes=int(0.9 * store) // 2, schema=None) for _ in range(2)]
+    assert held_exchange._use_holders(big, 2, exchange_mode)

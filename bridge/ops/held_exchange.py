@@ -44,6 +44,13 @@ MAX_HOLDERS = 32
 #: The task exchange is used while the input takes at most this fraction of the object store.
 STORE_FRACTION = 0.5
 
+#: ... or at most this fraction when its map pieces are large (at least ``LARGE_PIECE_BYTES`` on
+#: average, pieces being ``blocks x partitions``): few large pieces spill and come back cheaply,
+#: and the task exchange then beats the holders' start-up and copies (measured in
+#: ``integration/bench/RESULTS.md``, shuffle_15_blocks at small scale).
+LARGE_PIECES_STORE_FRACTION = 0.8
+LARGE_PIECE_BYTES = 512 * 1024
+
 #: Default memory the holders may take together, as a fraction of the cluster's ``memory`` resource.
 MEMORY_FRACTION = 0.5
 
@@ -141,7 +148,10 @@ def _use_holders(metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext) -
     from bridge._ray import object_store_capacity
 
     total = sum(m.size_bytes for m in metas)
-    if total <= STORE_FRACTION * object_store_capacity():
+    store = object_store_capacity()
+    if total <= STORE_FRACTION * store:
+        return False
+    if total <= LARGE_PIECES_STORE_FRACTION * store and total >= LARGE_PIECE_BYTES * len(metas) * n_out:
         return False
     budget = ctx.shuffle_memory_budget
     if budget is None:
