@@ -1,8 +1,13 @@
 """Modin DataFrame <-> Dataset.
 
-On Modin's Ray engine, ``from_modin`` takes the frame's row partitions as
-object references (``unwrap_partitions(axis=0)``) and converts each one to an
-Arrow block in a Ray task: nothing passes through the driver.  The index comes
+On Modin's Ray engine, ``from_modin`` takes the object references of the
+frame's partition grid as stored and converts each row of it to one Arrow block
+in a Ray task: nothing passes through the driver, and the partitions are read
+once.  (``unwrap_partitions`` would first copy every partition in a task of its
+own to stamp its labels on it, and with ``axis=0`` once more to join a row's
+column partitions; here the conversion task sets the labels, which Modin keeps
+on the driver, and joins the columns itself.)  Where Modin's partition internals
+are not as expected, ``unwrap_partitions(axis=0)`` is used.  The index comes
 along when it is named or not a plain ``RangeIndex`` (Arrow's pandas metadata),
 and pandas dtypes (categorical, nullable, datetime with zone) map to their Arrow
 equivalents and back.
@@ -54,6 +59,9 @@ def modin_to_dataset(mdf: Any) -> MaterializedDataset:
     ensure_ray()
     if _engine() != "Ray":
         return from_pandas(mdf._to_pandas())
+    grid = _partition_grid(mdf)
+    if grid is not None:
+        return _grid_to_dataset(grid)
     from modin.distributed.dataframe.pandas import unwrap_partitions
 
     try:
@@ -64,6 +72,65 @@ def modin_to_dataset(mdf: Any) -> MaterializedDataset:
     if not parts:
         return from_pandas(mdf._to_pandas())
     return from_pandas_refs(parts)
+
+
+def _partition_grid(mdf: Any) -> list[tuple[Any, list[Any], list[ray.ObjectRef]]] | None:
+    """``(index labels, [column labels per column partition], [partition refs])`` for each row of
+    the frame's partition grid; ``None`` where Modin's internals are not the ones this reads.
+
+    Modin keeps the labels on the driver and stamps them on a partition only when it must;
+    the references are taken as they are (a partition's pending calls run first).
+    """
+    import numpy as np
+
+    try:
+        frame = mdf._query_compiler._modin_frame
+        frame._filter_empties(compute_metadata=False)
+        rows, widths = frame.row_lengths, frame.column_widths
+        index, columns = frame.index, frame.columns
+        partitions = frame._partitions
+        if partitions.ndim != 2 or partitions.shape != (len(rows), len(widths)):
+            return None
+        row_edges, col_edges = np.cumsum([0, *rows]), np.cumsum([0, *widths])
+        col_labels = [list(columns[col_edges[j]:col_edges[j + 1]]) for j in range(len(widths))]
+        grid = []
+        for i, row in enumerate(partitions):
+            refs = []
+            for part in row:
+                if hasattr(part, "force_materialization"):
+                    part = part.force_materialization()
+                blocks = part.list_of_blocks
+                if len(blocks) != 1 or not isinstance(blocks[0], ray.ObjectRef):
+                    return None
+                refs.append(blocks[0])
+            grid.append((index[row_edges[i]:row_edges[i + 1]], col_labels, refs))
+        return grid
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
+
+
+def _grid_to_dataset(grid: list[tuple[Any, list[Any], list[ray.ObjectRef]]]) -> MaterializedDataset:
+    """A Dataset of one block per row of a Modin partition grid (see :func:`_partition_grid`)."""
+    from bridge import from_block_refs
+
+    pairs = [_row_to_block.remote(index, labels, *refs) for index, labels, refs in grid]
+    return from_block_refs([b for b, _ in pairs], ray.get([m for _, m in pairs]), name="FromModin")
+
+
+@ray.remote(num_returns=2)
+def _row_to_block(index: Any, labels: list[list[Any]], *frames: Any) -> tuple[pa.Table, Any]:
+    import pandas as pd
+
+    from bridge.batch import frame_to_block
+    from bridge.block import BlockMetadata
+
+    for df, cols in zip(frames, labels):
+        # Frames unpickled in this task are this task's own: labelling them copies nothing.
+        df.index = index
+        df.columns = cols
+    df = frames[0] if len(frames) == 1 else pd.concat(frames, axis=1, copy=False)
+    block = frame_to_block(df)
+    return block, BlockMetadata.of(block)
 
 
 @ray.remote
