@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: venv test test-fast demo lint bench bench-small clean
+.PHONY: venv test test-fast test-spark4 demo lint bench bench-small clean
 
 venv: $(STAMP)
 
@@ -17,6 +17,26 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: venv
 	$(PY) -m pytest tests integration -q
+
+# The Spark paths again under pyspark 4.x, in a venv of their own (the main one pins pyspark 3.5 for RayDP):
+# the same exact pins, but pyspark and its py4j.
+SPARK4_PINS := pyspark==4.3.0 py4j==0.10.9.9
+SPARK4_TESTS := tests/test_fidelity.py -k spark tests/test_spark_session_errors.py integration/test_spark_local.py \
+	integration/test_spark_conversions.py integration/test_spark_etl_handoff.py integration/test_spark_result_size.py
+VENV4  := .venv-spark4
+STAMP4 := $(VENV4)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+
+$(STAMP4): pyproject.toml constraints.txt
+	test -x $(VENV4)/bin/python || $(PYTHON) -m venv $(VENV4)
+	$(VENV4)/bin/python -m pip install -q -U pip
+	grep -v '^pyspark==\|^py4j==' constraints.txt > $(VENV4)/constraints.txt
+	printf '%s\n' $(SPARK4_PINS) >> $(VENV4)/constraints.txt
+	$(VENV4)/bin/python -m pip install -q -c $(VENV4)/constraints.txt -e '.[spark,dask,torch,test]' $(SPARK4_PINS)
+	rm -f $(VENV4)/.installed-*
+	touch $@
+
+test-spark4: $(STAMP4)
+	$(VENV4)/bin/python -m pytest -q -p no:cacheprovider $(SPARK4_TESTS)
 
 test-fast: venv
 	$(PY) -m pytest tests -q -x
@@ -35,4 +55,4 @@ bench-small: venv
 	$(PY) -m integration.bench --scale small
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo_out
+	rm -rf $(VENV) $(VENV4) .pytest_cache .mypy_cache .ruff_cache demo_out

@@ -270,7 +270,10 @@ def _map_in_arrow_tables(safe: Any, parallelism: int | None, max_bytes: int) -> 
         if not _exceeds_max_result_size(err):
             raise
     # Larger than spark.driver.maxResultSize in one job: fetch one partition per job instead,
-    # which also keeps at most a partition or two on the driver at a time.
+    # which also keeps at most a partition or two on the driver at a time.  A new DataFrame: Spark 4
+    # keeps the failed job's error in the executed plan and raises it again on the next action.
+    with _workers_run_this_python(safe.sparkSession):
+        encoded = safe.mapInArrow(_make_ipc_encoder(max_bytes), "ipc binary")
     return (pa.ipc.open_stream(row[0]).read_all() for row in encoded.toLocalIterator(prefetchPartitions=True))
 
 
