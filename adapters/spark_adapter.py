@@ -45,6 +45,7 @@ import os
 import sys
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -402,6 +403,9 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
         if isinstance(err, Exception) and not isinstance(err, BridgeError):  # Py4J / Spark errors
             raise _wrap_spark_failure(err, "to_spark") from err
         raise
+    if key is not None:
+        with _held_lock:
+            _frame_keys[out] = key
     return out
 
 
@@ -549,8 +553,9 @@ class _BlockHolder:
 
     def refs(self, key: str, indices: list[int]) -> list[Any]:
         if key not in self._held:
-            raise KeyError("raybridge to_spark: the blocks of this DataFrame were released (its SparkContext "
-                           "stopped); call ds.to_spark(spark) again")
+            raise KeyError("raybridge to_spark: the blocks of this DataFrame were released (by "
+                           "bridge.release_spark_blocks, or its SparkContext stopped); call ds.to_spark(spark) "
+                           "again, or cache the frame in Spark (df.localCheckpoint()) before releasing")
         held = self._held[key]
         return [held[i] for i in indices]
 
@@ -561,6 +566,8 @@ class _BlockHolder:
 
 
 _held_lock = threading.Lock()
+#: The key of each object-store DataFrame ``to_spark`` returned (for :func:`release_spark_blocks`).
+_frame_keys: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 #: (SparkContext, key) of every object-store DataFrame whose blocks the holder keeps.
 _held: list[tuple[Any, str]] = []
 #: This driver's holder actor handle, by name (one Ray job at a time).
@@ -598,6 +605,38 @@ def _release(keys: list[str]) -> None:
             ray.get(holder.release.remote(keys))
         except ray.exceptions.RayActorError:  # the holder is gone, and the blocks with it
             pass
+
+
+def release_spark_blocks(df: Any = None) -> int:
+    """Let go of the object-store blocks that ``to_spark`` keeps for ``df`` (default: for every frame).
+
+    ``to_spark`` on executors that share the Ray cluster hands Spark the blocks in place and keeps
+    them alive as long as the frame's SparkContext runs, since Spark may read them again at any
+    action.  In a long session that converts many Datasets, release the ones you are done with;
+    a frame derived from a released one then fails at its next action, saying so.  To keep
+    using a frame without its blocks, make Spark hold the rows first (``df = df.localCheckpoint()``).
+    Frames made with ``method="copy"`` hold nothing.  Returns how many frames' blocks were let go.
+
+    Example:
+        >>> import bridge
+        >>> df = bridge.range(10).to_spark(spark)  # doctest: +SKIP
+        >>> df = df.localCheckpoint()  # doctest: +SKIP
+        >>> bridge.release_spark_blocks(df)  # doctest: +SKIP
+        1
+        >>> df.count()  # doctest: +SKIP
+        10
+    """
+    with _held_lock:
+        if df is None:
+            keys = [key for _, key in _held]
+        else:
+            key = _frame_keys.get(df)
+            if key is None and not ADAPTER.is_native(df):
+                msg = f"release_spark_blocks() takes a DataFrame that to_spark returned; got {type(df).__name__}"
+                raise BridgeValueError(msg, "pass the frame ds.to_spark(spark) gave you, or nothing to release all")
+            keys = [] if key is None or all(k != key for _, k in _held) else [key]
+    _release(keys)
+    return len(keys)
 
 
 def _release_stopped() -> None:

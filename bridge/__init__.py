@@ -194,6 +194,7 @@ _LAZY = {
     # Spark on Ray (adapters/spark_adapter.py)
     "init_spark": "raybridge_adapters.spark_adapter",
     "stop_spark": "raybridge_adapters.spark_adapter",
+    "release_spark_blocks": "raybridge_adapters.spark_adapter",
 }
 
 

@@ -309,3 +309,26 @@ def test_to_spark_refuses_lost_nanoseconds_at_the_call_on_both_ways(spark, metho
     ds = bridge.from_arrow(pa.table({"t_ns": pa.array([1, 2], pa.timestamp("ns"))}))
     with pytest.warns(Warning), pytest.raises(UnsupportedTypeError, match="'t_ns'"):
         ds.to_spark(spark, method=method)
+
+
+def test_release_spark_blocks_lets_go_of_one_frame_or_all(spark):
+    from raybridge_adapters import spark_adapter
+
+    ds = bridge.range(3000, override_num_blocks=3)
+    out = ds.to_spark(spark)
+    key = spark_adapter._frame_keys[out]
+    kept = out.localCheckpoint()  # Spark holds these rows itself
+    derived = out.where("id < 10")
+    assert bridge.release_spark_blocks(out) == 1
+    assert key not in [k for _, k in spark_adapter._held]
+    assert bridge.release_spark_blocks(out) == 0  # already let go
+    assert kept.count() == 3000
+    with pytest.raises(Exception, match="were released"):
+        derived.count()
+    assert ds.to_spark(spark).count() == 3000  # a new frame pins the blocks again
+    assert bridge.release_spark_blocks(ds.to_spark(spark, method="copy")) == 0  # Spark owns a copy
+    ds.to_spark(spark)
+    assert bridge.release_spark_blocks() >= 2
+    assert spark_adapter._held == []
+    with pytest.raises(ValueError, match="takes a DataFrame that to_spark returned"):
+        bridge.release_spark_blocks(ds)
