@@ -60,7 +60,7 @@ def modin_to_dataset(mdf: Any) -> MaterializedDataset:
     if _engine() != "Ray":
         return from_pandas(mdf._to_pandas())
     grid = _partition_grid(mdf)
-    if grid is not None:
+    if grid:  # no partitions at all: below, from the collected (empty) frame, which keeps the columns
         return _grid_to_dataset(grid)
     from modin.distributed.dataframe.pandas import unwrap_partitions
 

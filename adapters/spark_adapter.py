@@ -404,8 +404,8 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
             raise _wrap_spark_failure(err, "to_spark") from err
         raise
     if key is not None:
-        with _held_lock:
-            _frame_keys[out] = key
+        with _held_lock, contextlib.suppress(TypeError):  # a frame class without weak references or hash:
+            _frame_keys[out] = key                          # only release_spark_blocks() (all) reaches it
     return out
 
 

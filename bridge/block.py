@@ -139,7 +139,9 @@ def concat_blocks(blocks: Iterable[Block]) -> Block:
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         names = [set(b.column_names) for b in nonempty]
         msg = f"cannot concatenate blocks with different schemas: {first} vs {nonempty[-1].schema} ({err})"
-        hint = "cast the columns to one type in a map_batches step before combining"
+        hint = ("cast the columns to one type in a map_batches step before combining; files read without "
+                "schema= (read_csv, read_json) infer their types one file at a time: pass schema= (or "
+                "convert_options column_types) to read every file with the same types")
         if any(n != names[0] for n in names):
             hint = "select the same columns in every input (select_columns) before combining"
         raise SchemaMismatchError(msg, hint) from err

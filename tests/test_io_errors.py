@@ -80,3 +80,15 @@ def test_bad_arguments(tmp_path):
         bridge.read_parquet(123)
     with pytest.raises(bridge.BridgeError, match="size"):
         bridge.read_images(str(tmp_path), size=(0, 3))
+
+
+def test_csv_files_inferring_different_types_say_to_pass_a_schema(tmp_path):
+    (tmp_path / "a.csv").write_text("a,b\n1,x\n2,y\n")
+    (tmp_path / "b.csv").write_text("a,b\n007,z\nabc,w\n")  # column a infers as int64 in one file, string in the other
+    from bridge.errors import SchemaMismatchError
+
+    with pytest.raises(SchemaMismatchError, match="a: int64") as info:
+        bridge.read_csv(str(tmp_path), override_num_blocks=1).take_all()
+    assert "schema=" in str(info.value).split("Hint:")[1]
+    typed = bridge.read_csv(str(tmp_path), schema=pa.schema([("a", pa.string()), ("b", pa.string())]))
+    assert sorted(r["a"] for r in typed.take_all()) == ["007", "1", "2", "abc"]  # as written, nothing parsed away

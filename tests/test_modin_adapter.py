@@ -68,6 +68,9 @@ def test_series_and_empty_frames(mpd):
     assert [r["v"] for r in ds.take_all()] == [1, 2, 3]
     empty = bridge.from_pandas(pd.DataFrame({"x": pd.Series([], dtype="float64")})).to_modin()
     assert list(empty.columns) == ["x"] and len(empty) == 0
+    for frame in (mpd.DataFrame({"x": pd.Series([], dtype="float64")}), mpd.DataFrame({"x": [1.5, 2.5]}).iloc[:0]):
+        back = bridge.from_modin(frame)
+        assert back.count() == 0 and back.schema().names == ["x"], back.schema()
 
 
 def test_many_partitions_keep_order(mpd):
