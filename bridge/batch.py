@@ -215,6 +215,18 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         return col
 
 
+def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array | pa.ChunkedArray:
+    """:func:`_to_arrow_column`, with Arrow's refusal turned into one that names the column and its values' types."""
+    try:
+        return _to_arrow_column(name, value, like)
+    except (pa.ArrowTypeError, pa.ArrowInvalid) as err:
+        kinds = sorted({type(v).__name__ for v in list(value[:10_000])}) if hasattr(value, "__getitem__") else []
+        found = f" (its values are of types {', '.join(kinds)})" if len(kinds) > 1 else ""
+        msg = (f"column {name!r} cannot become one Arrow column{found}: {err}. Give it one type per column; "
+               "for a missing value in a column of strings or objects use None, not float('nan')")
+        raise BatchTypeError(msg) from err
+
+
 def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     """A user function's result -> a block.  Raises :class:`BatchTypeError` on anything else."""
     if isinstance(batch, pa.Table):
@@ -224,7 +236,7 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     if isinstance(batch, Mapping):
         names = list(batch.keys())
         like_types = {f.name: f.type for f in like} if like is not None else {}
-        columns = [_to_arrow_column(str(k), v, like_types.get(str(k))) for k, v in batch.items()]
+        columns = [_named_column(str(k), v, like_types.get(str(k))) for k, v in batch.items()]
         lengths = {str(k): len(c) for k, c in zip(names, columns)}
         if len(set(lengths.values())) > 1:
             msg = f"the columns of the returned batch have different lengths: {lengths}"

@@ -58,6 +58,10 @@ def _numpy_back(d):
 def _polars_make(d):
     import polars as pl
 
+    if any(type(v).__module__.startswith("pandas") for v in d.values()):  # a pandas Categorical, say
+        import pandas as pd
+
+        return pl.from_pandas(pd.DataFrame(d))
     return pl.DataFrame(d)
 
 

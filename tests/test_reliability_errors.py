@@ -214,3 +214,14 @@ def test_incompatible_block_types_name_both_types(consume):
             ds.repartition(1).to_arrow()
     text = str(err.value)
     assert "int64" in text and "string" in text and "Hint:" in text
+
+
+def test_a_batch_column_mixing_strings_and_nan_names_the_column_and_the_fix():
+    mixed = np.array(["a", float("nan"), "c"], dtype=object)  # pandas' missing marker among strings
+    ds = bridge.range(3).map_batches(lambda b: {"s": mixed})
+    with pytest.raises(bridge.BridgeError, match=r"column 's' cannot become one Arrow column \(its values are of "
+                                                 r"types float, str\)") as info:
+        ds.take_all()
+    assert "use None, not float('nan')" in str(info.value)
+    with pytest.raises(bridge.BridgeTypeError, match="from_numpy: column 's'"):
+        bridge.from_numpy({"s": mixed})

@@ -261,14 +261,20 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
         >>> bridge.from_numpy(np.zeros((4, 2, 3))).schema().field("data").type.shape
         [2, 3]
     """
-    from bridge.batch import to_block
+    from bridge.batch import BatchTypeError, to_block
 
-    if isinstance(arrays, Mapping):
-        return from_arrow(to_block(dict(arrays)))
-    if isinstance(arrays, np.ndarray):
-        return from_arrow(to_block({column: arrays}))
-    if isinstance(arrays, (list, tuple)) and all(isinstance(a, np.ndarray) for a in arrays):
-        return _put_blocks([to_block({column: a}) for a in arrays], "FromNumpy")
+    try:
+        if isinstance(arrays, Mapping):
+            return from_arrow(to_block(dict(arrays)))
+        if isinstance(arrays, np.ndarray):
+            return from_arrow(to_block({column: arrays}))
+        if isinstance(arrays, (list, tuple)) and all(isinstance(a, np.ndarray) for a in arrays):
+            return _put_blocks([to_block({column: a}) for a in arrays], "FromNumpy")
+    except BatchTypeError as err:
+        from bridge.errors import BridgeTypeError
+
+        raise BridgeTypeError(f"from_numpy: {err}", "mark missing entries of an object array with None "
+                              "(arr[pandas.isna(arr)] = None) and keep one kind of value per column") from err
     msg = f"from_numpy() needs an ndarray, a list of ndarrays or a dict of ndarrays; got {type(arrays).__name__}"
     raise BridgeError(msg, "wrap scalars in numpy.asarray(...)")
 
