@@ -220,7 +220,10 @@ def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array |
     try:
         return _to_arrow_column(name, value, like)
     except (pa.ArrowTypeError, pa.ArrowInvalid) as err:
-        kinds = sorted({type(v).__name__ for v in list(value[:10_000])}) if hasattr(value, "__getitem__") else []
+        try:
+            kinds = sorted({type(v).__name__ for v in list(value[:10_000])})
+        except Exception:  # noqa: BLE001 - only for the message: a value that cannot be sliced says nothing more
+            kinds = []
         found = f" (its values are of types {', '.join(kinds)})" if len(kinds) > 1 else ""
         msg = (f"column {name!r} cannot become one Arrow column{found}: {err}. Give it one type per column; "
                "for a missing value in a column of strings or objects use None, not float('nan')")
