@@ -233,7 +233,8 @@ def _run_held(
         out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
     finally:
-        for ref in pending:
-            ray.cancel(ref)
+        # Killing the holders ends the map tasks still running: each fails at once on its holders' acks.
+        # No ray.cancel of them: a cancel racing the task's own completion trips a fatal check in Ray
+        # 2.60's task manager ("Check failed: it != submissible_tasks_.end()") and kills this driver.
         for holder in holders:
             ray.kill(holder)
