@@ -25,8 +25,6 @@ and changes no global Dask configuration.
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
 import sys
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -189,6 +187,7 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
 
     from bridge import from_block_refs
     from bridge._ray import ensure_ray
+    from bridge.constructors.memory import in_threads
 
     if isinstance(ddf, dd.Series):
         ddf = ddf.to_frame()
@@ -213,9 +212,8 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
         # Partitions this process holds: converted and put from a few threads (Arrow's conversion and
         # the copy into the object store release the GIL; one thread alone is bound by page faults).
         held = [i for i, part in enumerate(local) if part is not None]
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
-            for i, (block, meta) in zip(held, pool.map(_put_partition, [local[i] for i in held])):
-                blocks[i], metas[i] = block, meta
+        for i, (block, meta) in zip(held, in_threads(_put_partition, [local[i] for i in held])):
+            blocks[i], metas[i] = block, meta
         for i, meta in zip(remote, ray.get([m for _, m in remote.values()])):
             blocks[i], metas[i] = remote[i][0], meta
     return from_block_refs(blocks, metas, name="FromDask")

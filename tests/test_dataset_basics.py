@@ -232,3 +232,43 @@ def test_bad_arguments():
         bridge.range(3).select_columns(["nope"]).take()
     with pytest.raises(ValueError):  # SchemaMismatchError is a ValueError too
         bridge.range(3).drop_columns(["nope"]).take()
+
+
+def test_blocks_put_from_threads_keep_their_order_and_stream():
+    """from_pandas / from_arrow / from_blocks convert and put blocks from a few threads:
+    the blocks stay in order, a generator is taken a window at a time, the first error is raised."""
+    import pandas as pd
+
+    from bridge.constructors.memory import PUT_THREADS, in_threads
+
+    df = pd.DataFrame({"i": np.arange(100_000), "s": [f"v{k}" for k in range(100_000)]})
+    ds = bridge.from_pandas(df, override_num_blocks=12)
+    assert ds.num_blocks() == 12
+    assert ds.to_pandas().equals(df)
+    parts = [pa.table({"x": [k] * (k + 1)}) for k in range(20)]
+    ds = bridge.from_arrow(parts)
+    assert [len(b["x"]) for b in ds.iter_batches(batch_size=None)] == list(range(1, 21))
+
+    taken = []
+
+    def stream():
+        for k in range(40):
+            taken.append(k)
+            yield k
+
+    out = in_threads(lambda k: k * k, stream())
+    assert next(out) == 0 and len(taken) <= 2 * PUT_THREADS + 1  # a window ahead, not the whole stream
+    assert list(out) == [k * k for k in range(1, 40)]
+
+    def fail_at_3(k):
+        if k == 3:
+            raise ValueError("item 3")
+        return k
+
+    got = []
+    with pytest.raises(ValueError, match="item 3"):
+        for v in in_threads(fail_at_3, range(10)):
+            got.append(v)
+    assert got == [0, 1, 2]
+    with pytest.raises(TypeError, match="block 1"):
+        bridge.from_blocks(iter([pa.table({"a": [1]}), [2]]))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+import collections
+import concurrent.futures
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +20,8 @@ from bridge.plan.logical import InputData, Read
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
+
+T = TypeVar("T")
 
 
 def _materialized(bundles: list[RefBundle], name: str) -> MaterializedDataset:
@@ -41,18 +45,16 @@ def from_blocks(blocks: Iterable[Any], *, name: str = "FromBlocks") -> Materiali
     """
     from bridge.errors import BridgeTypeError
 
-    def tables() -> Iterator[Block]:
+    def checked() -> Iterator[Any]:
         for i, b in enumerate(blocks):
-            if isinstance(b, pa.Table):
-                yield b
-            elif type(b).__name__ == "DataFrame" and type(b).__module__.startswith("pandas"):
-                yield frame_to_block(b)
-            else:
+            if not (isinstance(b, pa.Table) or type(b).__name__ == "DataFrame"
+                    and type(b).__module__.startswith("pandas")):
                 msg = (f"from_blocks: block {i} is a {type(b).__name__}; blocks are pyarrow.Tables or "
                        "pandas DataFrames")
                 raise BridgeTypeError(msg, "convert it first, e.g. pa.table({...}), or use from_items / from_numpy")
+            yield b
 
-    return _put_blocks(tables(), name)
+    return _put_blocks(checked(), name, convert=lambda b: b if isinstance(b, pa.Table) else frame_to_block(b))
 
 
 def from_block_refs(refs: list[ray.ObjectRef], metadata: list[BlockMetadata], *,
@@ -81,17 +83,47 @@ def from_block_refs(refs: list[ray.ObjectRef], metadata: list[BlockMetadata], *,
     return _materialized([RefBundle([r], [m]) for r, m in zip(refs, metadata)], name)
 
 
-def _put_blocks(blocks: Iterable[Block], name: str) -> MaterializedDataset:
+#: Threads that convert and put blocks held by the driver.  The copy into the object store and
+#: Arrow's conversions release the GIL, and one thread alone waits on the store's page faults.
+PUT_THREADS = 4
+
+
+def in_threads(fn: Callable[[Any], T], items: Iterable[Any], threads: int = PUT_THREADS) -> Iterator[T]:
+    """``fn`` over ``items`` from ``threads`` threads, results in order.
+
+    ``items`` may be a generator: at most ``2 * threads`` of them are taken
+    ahead of the results handed out, so a stream of blocks stays a stream.
+    The first error is raised where its item's result would have come.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max(1, threads), thread_name_prefix="raybridge-put") as pool:
+        window: collections.deque[concurrent.futures.Future[T]] = collections.deque()
+        try:
+            for item in items:
+                window.append(pool.submit(fn, item))
+                if len(window) >= 2 * threads:
+                    yield window.popleft().result()
+            while window:
+                yield window.popleft().result()
+        finally:
+            for f in window:
+                f.cancel()
+
+
+def _put_blocks(blocks: Iterable[Any], name: str, convert: Callable[[Any], Block] | None = None
+                ) -> MaterializedDataset:
+    """Put each block (``convert(item)`` first, if given) into the object store, owned by this driver."""
     from bridge._ray import ensure_ray
 
     ensure_ray()
-    bundles = []
-    for b in blocks:
+
+    def put(item: Any) -> RefBundle:
+        b = convert(item) if convert is not None else item
         _check_unique_names(b, name)
         # Ray's Arrow serializer ships only the rows of a slice: no copy needed here.
         b = normalize_types(b)
-        bundles.append(RefBundle([ray.put(b)], [BlockMetadata.of(b)]))
-    return _materialized(bundles, name)
+        return RefBundle([ray.put(b)], [BlockMetadata.of(b)])
+
+    return _materialized(list(in_threads(put, blocks)), name)
 
 
 def _check_unique_names(block: Block, name: str) -> None:
@@ -236,7 +268,7 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
         b   <NA>
     """
     frames = dfs if isinstance(dfs, (list, tuple)) else [dfs]
-    blocks: list[Block] = []
+    pieces: list[Any] = []
     for df in frames:
         if not (type(df).__module__.startswith("pandas") and hasattr(df, "columns")):
             msg = f"from_pandas() needs pandas.DataFrame objects; got {type(df).__name__}"
@@ -244,9 +276,8 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
         n = in_memory_num_blocks(int(df.memory_usage(index=False, deep=False).sum()), len(df), override_num_blocks)
         if len(frames) > 1 and override_num_blocks is None:
             n = 1
-        for s, e in split_even(len(df), n):
-            blocks.append(frame_to_block(df.iloc[s:e]))
-    return _put_blocks(blocks, "FromPandas")
+        pieces.extend(df.iloc[s:e] for s, e in split_even(len(df), n))
+    return _put_blocks(pieces, "FromPandas", convert=frame_to_block)
 
 
 def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
