@@ -153,7 +153,11 @@ class IngestMethods(DatasetMixin):
         """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_format.py``).
 
         Conversion and the host-to-device copy run on the background thread,
-        ``prefetch_batches`` ahead.  Returns a resumable iterator
+        ``prefetch_batches`` ahead.  ``prefetch_batches=0`` keeps them on the
+        calling thread, which is faster when the loop body does little Python
+        work of its own (the two threads would only pass the GIL back and forth:
+        15-45 % more batches per second in benchmark ``torch_ingest``, whose
+        loop only reads each batch's length).  Returns a resumable iterator
         (``state_dict()`` / ``load_state_dict()``).
 
         Example:
