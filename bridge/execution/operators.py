@@ -108,7 +108,7 @@ class PhysicalOp:
         return False
 
     def abort(self) -> None:
-        """Stop early (a downstream limit was reached): cancel work, drop inputs."""
+        """Stop early (a downstream limit was reached): stop dispatching, drop inputs."""
         self.aborted = True
 
     def _emit(self, index: int, bundle: RefBundle, preserve_order: bool) -> None:
@@ -249,12 +249,12 @@ class MapOp(PhysicalOp):
         self._emit(index, RefBundle([block_ref], [meta]), self.ctx.preserve_order)
 
     def abort(self) -> None:
+        # The tasks in flight (at most ``max_running``) run to their end and their outputs are
+        # dropped with their refs. No ray.cancel of them: a cancel racing a task's own completion
+        # trips a fatal check in Ray 2.60's task manager ("Check failed: it != submissible_tasks_.end()"
+        # in CompletePendingTask) and kills this driver -- seen mid-suite after an actor pool's
+        # workers died and the execution stopped (driver log, 2026-11-23 23:29).
         super().abort()
-        for _, block_ref, _ in list(self._running.values()):
-            try:
-                ray.cancel(block_ref, force=False)
-            except Exception:  # noqa: BLE001 - already finished tasks cannot be cancelled
-                pass
         self._running.clear()
         self._pending.clear()
         self._bundler.clear()

@@ -41,7 +41,7 @@ def collect_quietly(refs: Iterable[ray.ObjectRef]) -> None:
     whose ref is dropped unread: after the first failure, the sibling tasks (and
     the other return of the failed one) would each print one, burying the one
     error the user is shown.  ``ray.wait`` with ``fetch_local`` marks a finished
-    result as read; tasks still running (being cancelled) are waited for on a
+    result as read; tasks still running (left to finish) are waited for on a
     daemon thread.
     """
     pending = list(dict.fromkeys(refs))
@@ -170,7 +170,7 @@ class StreamingExecutor:
         self._wake.set()
 
     def shutdown(self) -> None:
-        """Stop the loop, cancel running tasks, release actors, close progress bars; idempotent, any thread."""
+        """Stop the loop, drop running tasks, release actors, close progress bars; idempotent, any thread."""
         self.request_stop()
         with self._shutdown_lock:
             if self._is_shut_down:
