@@ -94,7 +94,11 @@ def in_threads(fn: Callable[[Any], T], items: Iterable[Any], threads: int = PUT_
     ``items`` may be a generator: at most ``2 * threads`` of them are taken
     ahead of the results handed out, so a stream of blocks stays a stream.
     The first error is raised where its item's result would have come.
+    A list of one item runs on this thread (no pool to start for it).
     """
+    if isinstance(items, (list, tuple)) and len(items) <= 1:
+        yield from map(fn, items)
+        return
     with concurrent.futures.ThreadPoolExecutor(max(1, threads), thread_name_prefix="raybridge-put") as pool:
         window: collections.deque[concurrent.futures.Future[T]] = collections.deque()
         try:
