@@ -63,6 +63,10 @@ class DataContext:
     #: Bytes a conversion may gather on the driver (``to_arrow``, ``to_pandas``) before it
     #: raises ``InsufficientMemoryError``; ``None``: half the memory available when it starts.
     driver_memory_budget: int | None = None
+    #: Iterating a bare read (``read_parquet(...).iter_batches()``) on a one-machine cluster runs
+    #: its read tasks on threads of the iterating process, with no copy through the object
+    #: store (:mod:`bridge.execution.driver_read`). ``False``: always in Ray tasks.
+    read_in_driver: bool = True
 
     #: Where the pieces of a shuffle or sort wait for their reducer: ``"object_store"`` (Ray
     #: tasks; pieces spill when the store is full), ``"actor_memory"`` (one holder actor per CPU

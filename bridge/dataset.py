@@ -423,7 +423,14 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._with(Union([self._plan, *[o._plan for o in others]]))
 
     # ------------------------------------------------------------------ execution
-    def _execute(self, ctx: DataContext | None = None) -> tuple[Iterator[RefBundle], DatasetStats]:
+    def _execute(self, ctx: DataContext | None = None, *, to_iterate: bool = False
+                 ) -> tuple[Iterator[RefBundle], DatasetStats]:
+        """Start the plan: its output bundles (a stream that ``close()`` stops) and its stats.
+
+        ``to_iterate``: the caller only iterates the blocks in this process, so a bare read
+        may run in it (:mod:`bridge.execution.driver_read`): then the stream is a
+        :class:`~bridge.execution.driver_read.DriverRead`, whose ``iter_blocks()`` gives the blocks.
+        """
         from bridge._ray import ensure_ray
         from bridge.execution.planner import plan as physical_plan
         from bridge.execution.streaming_executor import StreamingExecutor
@@ -436,7 +443,14 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         if isinstance(self._plan, InputData):
             stats.end = stats.start
             return ReadyBundles(self._plan.bundles), stats
-        ops = physical_plan(optimize(self._plan), ctx)
+        optimized = optimize(self._plan)
+        if to_iterate:
+            from bridge.execution.driver_read import driver_read
+
+            local = driver_read(optimized, ctx, stats)
+            if local is not None:
+                return local, stats  # type: ignore[return-value]  # iterated through iter_blocks()
+        ops = physical_plan(optimized, ctx)
         executor = StreamingExecutor(ops, ctx, stats)
         return executor.iter_bundles(), stats
 

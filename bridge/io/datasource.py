@@ -41,6 +41,10 @@ class Datasource:
     rereadable: bool = True
     #: Whether ``estimate_num_rows()`` is exact, so ``count()`` need not read.
     exact_num_rows: bool = False
+    #: Whether an iterator on a one-machine cluster may run the read tasks on threads of its
+    #: own process, skipping the object store (:mod:`bridge.execution.driver_read`): only for
+    #: tasks that need nothing of a Ray worker and spend their time outside the GIL.
+    reads_in_driver: bool = False
 
     def estimate_inmemory_data_size(self) -> int | None:
         return None

@@ -64,6 +64,7 @@ class ParquetDatasource(Datasource):
     name = "Parquet"
     supports_projection = True
     supports_limit = True
+    reads_in_driver = True
 
     def __init__(
         self,

@@ -45,8 +45,14 @@ def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Ite
     together with the next one, up to ``FETCH_GROUP_BLOCKS`` blocks and
     ``FETCH_GROUP_BYTES``: each ``ray.get`` call has a fixed cost beyond its
     objects' deserialisation, which a group of a few blocks shares (benchmark
-    ``torch_ingest``).  Nothing waits for a block that is not done yet.
+    ``torch_ingest``).  Nothing waits for a block that is not done yet.  A stream with
+    ``iter_blocks`` (a read in this process) hands out its blocks directly.
     """
+    local_blocks: Callable[[], Iterator[Block]] | None = getattr(bundles, "iter_blocks", None)
+    if local_blocks is not None:
+        # A read running in this process (bridge.execution.driver_read): its blocks, no refs.
+        yield from skip_leading_rows(local_blocks(), skip_rows)
+        return
     take_ready: Callable[[int, int], list[RefBundle]] | None = getattr(bundles, "take_ready", None)
     for first in bundles:
         group = [first]

@@ -114,7 +114,7 @@ class BatchIterator(Iterator[Any]):
         ctx = DataContext.get_current().copy()
         this_epoch = epoch_seed(self.seed, self.epoch)
         setattr(ctx, EPOCH_SEED_ATTR, this_epoch)
-        bundles, stats = self._ds._execute(ctx)
+        bundles, stats = self._ds._execute(ctx, to_iterate=True)
         self._stream = bundles
         self._sigint = interrupt.install() and hasattr(bundles, "request_stop")
         options = self.options
