@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bridge
+from bridge.execution.streaming_executor import ExecutionStopped
 from bridge.io.paths import FileReadError
 from tests.io_helpers import CountingHandler, all_types_table
 
@@ -133,27 +134,91 @@ def test_resume_continues_where_the_state_says(tmp_path):
     assert ids.tolist() == list(range(12_000))
 
 
-def test_stopping_early_reads_no_further(tmp_path):
-    d = _files(tmp_path, n_files=12, rows=20_000, row_group_size=20_000)
+def _counted_read(d: str, **kw):
+    handler = CountingHandler()
+    return handler, bridge.read_parquet(d, filesystem=pafs.PyFileSystem(handler), **kw)
 
-    def read(stop_after_one: bool) -> int:
-        handler = CountingHandler()
-        ds = bridge.read_parquet(d, filesystem=pafs.PyFileSystem(handler), override_num_blocks=12)
-        it = ds.iter_batches(batch_size=100, prefetch_batches=0)
-        if not stop_after_one:
-            assert sum(len(b["id"]) for b in it) == 240_000
-            return handler.bytes_read
+
+def _wait_for_read_threads(timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while any(t.name.startswith("raybridge-read") for t in threading.enumerate()) and time.time() < deadline:
+        time.sleep(0.05)  # the reads under way when it stopped finish on their threads
+
+
+def test_stopping_early_reads_no_further(tmp_path):
+    from bridge._ray import cluster_cpus
+
+    n_files = 4 * (cluster_cpus() + 2)  # never all in flight at once, whatever the CPU count
+    d = _files(tmp_path, n_files=n_files, rows=20_000, row_group_size=20_000)
+    handler, ds = _counted_read(d, override_num_blocks=n_files)
+    assert sum(len(b["id"]) for b in ds.iter_batches(batch_size=100, prefetch_batches=0)) == n_files * 20_000
+    everything = handler.bytes_read
+    for prefetch in (0, 2):
+        handler, ds = _counted_read(d, override_num_blocks=n_files)
+        it = ds.iter_batches(batch_size=100, prefetch_batches=prefetch)
         next(it)
         it.close()
-        deadline = time.time() + 30
-        while any(t.name.startswith("raybridge-read") for t in threading.enumerate()) and time.time() < deadline:
-            time.sleep(0.05)  # the reads under way when it stopped finish on their threads
-        op = ds._last_stats.ops[0]
-        assert 1 <= op.num_tasks <= op.extra["in_driver_threads"] + 1
-        return handler.bytes_read
+        _wait_for_read_threads()
+        # The task handed out, at most one more per thread and one queued ahead.
+        assert handler.bytes_read < everything / 2, prefetch
 
-    # The task handed out, at most one more per thread and one queued ahead: not the twelve.
-    assert read(stop_after_one=True) < read(stop_after_one=False) / 2
+
+class _SlowFiles(CountingHandler):
+    """Local files that take ``delay`` seconds to open: reads long enough to stop mid-way."""
+
+    delay = 0.0
+
+    def open_input_file(self, path):
+        time.sleep(self.delay)
+        return super().open_input_file(path)
+
+
+def test_a_stop_request_ends_a_waiting_consumer_at_once(tmp_path):
+    # What Ctrl-C does (bridge.iteration.interrupt): request_stop() while the consumer waits for a batch.
+    d = _files(tmp_path, n_files=16, rows=2_000, row_group_size=2_000)
+    handler = _SlowFiles()
+    ds = bridge.read_parquet(d, filesystem=pafs.PyFileSystem(handler), override_num_blocks=16)
+    opened_planning = len(handler.files_opened)
+    handler.delay = 0.5  # the whole read: 16 files x 0.5 s over the threads, several seconds
+    it = ds.iter_batches(batch_size=2_000, prefetch_batches=1)
+    next(it)
+    threading.Timer(0.1, it._stream.request_stop).start()
+    t0 = time.time()
+    with pytest.raises(ExecutionStopped):
+        for _ in it:
+            pass
+    assert time.time() - t0 < 1.5
+    _wait_for_read_threads()
+    assert len(handler.files_opened) - opened_planning < 16
+
+
+def test_select_columns_and_limit_zero(tmp_path):
+    d = _files(tmp_path, n_files=2)
+    ds = bridge.read_parquet(d).select_columns(["x", "id"])
+    got = pa.concat_tables(_batches(ds, batch_size=1000))
+    assert _read_pids(ds) == {os.getpid()}
+    assert got.column_names == ["x", "id"] and got["id"].to_pylist() == list(range(6_000))
+    ds = bridge.read_parquet(d).limit(0)
+    assert _batches(ds, batch_size=10) == []
+    assert ds._last_stats.ops[0].num_tasks == 0
+
+
+def test_tasks_in_flight_cap_sets_the_threads(tmp_path, monkeypatch):
+    monkeypatch.setattr(bridge.DataContext.get_current(), "max_tasks_in_flight_per_op", 1)
+    d = _files(tmp_path, n_files=3)
+    ds = bridge.read_parquet(d)
+    assert sum(len(b["id"]) for b in ds.iter_batches(batch_size=1000)) == 9_000
+    assert ds._last_stats.ops[0].extra["in_driver_threads"] == 1
+
+
+def test_only_a_driver_that_started_the_cluster_reads_itself():
+    import ray
+
+    from bridge.execution.driver_read import cluster_is_this_machine
+
+    assert cluster_is_this_machine()  # the tests' session: ray.init() here, one node
+    in_a_task = ray.remote(cluster_is_this_machine)
+    assert ray.get(in_a_task.remote()) is False
 
 
 def test_a_corrupt_file_raises_the_same_error_as_through_ray(tmp_path, ray_tasks_only):
