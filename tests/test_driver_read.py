@@ -210,6 +210,24 @@ def test_a_stop_request_ends_a_waiting_consumer_at_once(tmp_path):
     assert len(handler.files_opened) - opened_planning < 16
 
 
+def test_the_in_flight_byte_budget_bounds_the_tasks_started(tmp_path, monkeypatch):
+    d = _files(tmp_path, n_files=8, rows=2_000, row_group_size=2_000)
+
+    def data_files_opened() -> int:
+        """Files the read opened up to its first block handed out (planning's footer reads not counted)."""
+        handler, ds = _counted_read(d, override_num_blocks=8)
+        planning = len(handler.files_opened)
+        it = ds.iter_batches(batch_size=100, prefetch_batches=0)
+        next(it)
+        it.close()
+        _wait_for_read_threads()
+        return len(handler.files_opened) - planning
+
+    assert data_files_opened() >= 2  # one per thread at once, without a tight budget
+    monkeypatch.setattr(bridge.DataContext.get_current(), "max_bytes_in_flight", 1)
+    assert data_files_opened() == 1  # one task at least, and nothing beside it
+
+
 def test_select_columns_and_limit_zero(tmp_path):
     d = _files(tmp_path, n_files=2)
     ds = bridge.read_parquet(d).select_columns(["x", "id"])

@@ -83,9 +83,9 @@ def driver_read(plan: LogicalOp, ctx: DataContext, stats: DatasetStats) -> Drive
     cpus = int(ray.cluster_resources().get("CPU", 0))
     if cpus < 1:
         return None
-    transform = BlockTransform(lambda blocks, _: blocks, "")
-    for p in projects:  # fused as the planner fuses them onto the read's tasks
-        transform = transform + p.make()
+    from bridge.execution.planner import fused_transform
+
+    transform = fused_transform(list(projects))  # as the planner fuses them onto the read's tasks
     name = "->".join([plan.name, *(p.name for p in projects)])
     tasks = plan.datasource.get_read_tasks(plan.parallelism_for())
     threads = min(cpus, ctx.max_tasks_in_flight_per_op or cpus)

@@ -13,6 +13,14 @@ def _identity() -> BlockTransform:
     return BlockTransform(lambda blocks, ctx: blocks, "")
 
 
+def fused_transform(group: list[MapLike]) -> BlockTransform:
+    """The block transforms of a run of map-like operators, first to last, as one (one task per block)."""
+    transform = _identity()
+    for m in group:
+        transform = transform + m.make()
+    return transform
+
+
 def _fusable(a: MapLike, b: MapLike) -> bool:
     ca, cb = a.compute, b.compute
     return (
@@ -66,9 +74,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             out.append(phys)
             return phys
         _check_resources(group[0])
-        transform = _identity()
-        for m in group:
-            transform = transform + m.make()
+        transform = fused_transform(group)
         label = "->".join(m.name for m in group)
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
         if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):
