@@ -12,9 +12,13 @@ along when it is named or not a plain ``RangeIndex`` (Arrow's pandas metadata),
 and pandas dtypes (categorical, nullable, datetime with zone) map to their Arrow
 equivalents and back.
 
-``to_modin`` converts each block to pandas in a Ray task and hands Modin the
-references with their row lengths, columns and (for a default index) the index,
-so Modin need not make a pass over the partitions to learn them.
+``to_modin`` hands Modin one partition per block that is stored as a
+reference to the block (``_BlockPartition``): reading it back converts the
+block to pandas where it is read, so nothing is converted, pickled or copied up
+front (converting in a task first and storing the frame cost 2-3x as much: the
+object strings are pickled once and unpickled on every read anyway).  Modin
+gets the row lengths, columns and (for a default index) the index, so it need
+not make a pass over the partitions to learn them.
 
 Modin must run on Ray to share partitions; a Modin using another engine is
 converted through ``modin.pandas.DataFrame._to_pandas()`` (a written rule: the
@@ -133,16 +137,42 @@ def _row_to_block(index: Any, labels: list[list[Any]], *frames: Any) -> tuple[pa
     return block, BlockMetadata.of(block)
 
 
-@ray.remote
-def _block_to_pandas(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> Any:
+class _BlockPartition:
+    """A Modin row partition stored as the Arrow block it is made of, read back as pandas.
+
+    What goes into the object store is the block's Arrow buffers, not a pandas frame: reading the
+    partition back (``ray.get`` in Modin's tasks or the driver) runs :func:`_partition_frame`,
+    which maps the buffers (no copy) and converts them.  So ``to_modin`` only copies each block
+    once, pickling nothing; each read of a partition pays the conversion, about what unpickling a
+    pandas frame's object strings costs, with the numeric columns shared read-only as Ray shares a
+    stored frame's.  (The block's reference instead of its buffers would copy nothing, but Ray then
+    kept the blocks alive after Modin had read the partitions: a reference inside an object that
+    Modin's tasks read is not released.)
+    """
+
+    __slots__ = ("args",)
+
+    def __init__(self, block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> None:
+        self.args = (block, start, range_index, nullable)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _partition_frame, self.args
+
+
+def _partition_frame(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> Any:
     import pandas as pd
 
     from bridge.pandas_types import block_to_pandas
 
-    df = block_to_pandas(block, nullable, schema_attr=True)
+    df = block_to_pandas(block, nullable, schema_attr=True, writable=False)
     if range_index:
         df.index = pd.RangeIndex(start, start + len(df))
     return df
+
+
+@ray.remote
+def _block_partition(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> _BlockPartition:
+    return _BlockPartition(block, start, range_index, nullable)
 
 
 def dataset_to_modin(ds: Dataset) -> Any:
@@ -172,7 +202,7 @@ def dataset_to_modin(ds: Dataset) -> Any:
                                row_lengths=[0], column_widths=[len(meta.columns)])
 
     range_index = not index_cols
-    refs = [_block_to_pandas.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, layout.starts)]
+    refs = [_block_partition.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, layout.starts)]
     index = pd.RangeIndex(0, layout.num_rows) if range_index else None
     try:
         return from_partitions(refs, axis=0, index=index, columns=meta.columns,

@@ -120,15 +120,18 @@ SCHEMA_ATTR = "raybridge.arrow_schema"
 
 
 def block_to_pandas(block: Block, nullable: Collection[str] | None = None, *, schema_attr: bool = False,
-                    strings: Any = None) -> pandas.DataFrame:
+                    strings: Any = None, writable: bool = True) -> pandas.DataFrame:
     """One block -> one DataFrame by the rules of the module docstring.
 
     ``nullable``: the columns to give masked dtypes; ``None`` decides from this block's values.
     ``schema_attr``: keep the block's schema in ``df.attrs`` (see :data:`SCHEMA_ATTR`).
     ``strings``: a pandas dtype for string columns (Dask's ``string[pyarrow]``); ``None``: objects.
+    ``writable=False``: numeric columns may share the block's memory, read-only, one pandas block
+    per column (no copy), as a frame read back from Ray's object store is; for frames that are only
+    read, such as Modin's partitions.
     A block with pandas metadata (from ``from_pandas``) gets its index back.
     """
-    df = _block_to_pandas(block, nullable, strings)
+    df = _block_to_pandas(block, nullable, strings, writable)
     if schema_attr:
         # As text (base64 of the IPC schema): pandas copies attrs and pyarrow stores them as JSON.
         df.attrs[SCHEMA_ATTR] = base64.b64encode(block.schema.serialize().to_pybytes()).decode("ascii")
@@ -146,7 +149,8 @@ def schema_of(df: Any) -> pa.Schema | None:
         return None
 
 
-def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: Any) -> pandas.DataFrame:
+def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: Any,
+                     writable: bool = True) -> pandas.DataFrame:
     import pandas as pd
 
     mapper = None
@@ -159,10 +163,10 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         wants_mask = column_needs_nullable(col) if nullable is None else name in nullable
         if tensor.is_tensor(col.type) or _arrow_backed(col.type) or (wants_mask and _maskable(col.type)):
             special[name] = _convert_column(col, wants_mask)
-    # Consolidated (not split_blocks): Arrow copies into pandas' own blocks, so the frame is
-    # writable and in-place pandas code (``df["x"] += 1``) works.
+    # Writable: consolidated (not split_blocks), Arrow copies into pandas' own blocks, so the frame
+    # is writable and in-place pandas code (``df["x"] += 1``) works.
     if not special:
-        return block.to_pandas(types_mapper=mapper)
+        return block.to_pandas(types_mapper=mapper, split_blocks=not writable)
     if len(set(block.column_names)) != block.num_columns:
         from bridge.errors import BridgeError
 
@@ -170,7 +174,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         raise BridgeError(f"cannot make a pandas DataFrame: duplicate column names {dupes}",
                           "rename the columns first (ds.rename_columns({...}))")
     plain = [n for n in block.column_names if n not in special]
-    base = block.select(plain).to_pandas(types_mapper=mapper) if plain else None
+    base = block.select(plain).to_pandas(types_mapper=mapper, split_blocks=not writable) if plain else None
     index = base.index if base is not None else pd.RangeIndex(block.num_rows)
     cols: dict[str, Any] = {}
     for name in block.column_names:

@@ -132,3 +132,61 @@ def test_from_modin_joins_column_partitions_in_order(mpd):
     finally:
         cfg.MinColumnPartitionSize.put(before[0])
         cfg.NPartitions.put(before[1])
+
+
+def _partition_refs(mdf) -> list:
+    return [row[0].list_of_blocks[0] for row in mdf._query_compiler._modin_frame._partitions]
+
+
+def test_to_modin_partitions_are_read_back_as_pandas_and_freed_with_the_frame(mpd):
+    """Each partition is stored as its block's Arrow buffers and read back as the frame pandas would
+    give (numeric columns read-only, as Ray's stored frames are); the blocks outlive the Dataset while
+    the Modin frame holds them, and go when it goes (a block referenced from inside the partitions
+    was kept alive by Ray after Modin's tasks had read them)."""
+    import time
+
+    import ray
+
+    n = 60_000  # 480 kB a column: the blocks are in the shared object store, not inlined
+    pdf = pd.DataFrame({"i": np.arange(n), "f": np.linspace(0, 1, n), "s": [f"v{k % 7}" for k in range(n)]})
+    ds = bridge.from_pandas(pdf, override_num_blocks=3)
+    mdf = ds.to_modin()
+    layout = ds.block_layout()
+    parts = _partition_refs(mdf)
+    assert len(parts) == len(layout.blocks) == 3
+    for part, start, rows in zip(parts, layout.starts, [n for _, n in layout.blocks]):
+        frame = ray.get(part)
+        pd.testing.assert_frame_equal(frame, pdf.iloc[start:start + rows])
+        assert not frame["i"].to_numpy().flags.writeable
+    block_ids = {ref.hex().encode() for ref, _ in layout.blocks}
+    del ds, layout, parts, part, frame
+    gc.collect()
+    pd.testing.assert_frame_equal(mdf._to_pandas(), pdf)
+    assert int(mdf["i"].sum()) == int(pdf["i"].sum())
+    assert mdf.groupby("s")["f"].count()._to_pandas().equals(pdf.groupby("s")["f"].count())
+    del mdf
+    core = ray._private.worker.global_worker.core_worker
+    deadline = time.monotonic() + 10
+    while block_ids & set(core.get_all_reference_counts()) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.1)
+    assert not block_ids & set(core.get_all_reference_counts()), "the blocks outlived the Modin frame"
+
+
+def test_modin_operations_on_partitions_read_in_place(mpd):
+    """Modin's own tasks read the partitions (read-only numeric columns) and write new ones."""
+    pdf = _typed_frame(40).reset_index()
+    pdf["f"] = np.linspace(-1, 1, 40)
+    mdf = bridge.from_pandas(pdf, override_num_blocks=4).to_modin()
+    expected = pdf.copy()
+    mdf["i"] += 1
+    expected["i"] += 1
+    mdf["f"] = mdf["f"].where(mdf["f"] > 0)
+    expected["f"] = expected["f"].where(expected["f"] > 0)
+    mdf.fillna({"f": 0.0}, inplace=True)
+    expected.fillna({"f": 0.0}, inplace=True)
+    pd.testing.assert_frame_equal(mdf._to_pandas(), expected)
+    pd.testing.assert_frame_equal(mdf.sort_values(["f", "i"], ascending=False)._to_pandas(),
+                                  expected.sort_values(["f", "i"], ascending=False))
+    pd.testing.assert_series_equal(mdf.groupby("s")["i"].sum()._to_pandas(), expected.groupby("s")["i"].sum())
+    pd.testing.assert_frame_equal(bridge.from_modin(mdf).to_pandas(), expected)
