@@ -100,17 +100,31 @@ def test_hive_partition_columns_match_the_ray_path(tmp_path, ray_tasks_only):
     assert sorted(local["year"].to_pylist()) == [2023, 2023, 2024, 2025, 2025]
 
 
-def test_csv_reads_in_the_driver_like_through_ray(tmp_path, ray_tasks_only):
+def _write_csv(path, rows):
     import pyarrow.csv as pcsv
 
+    ids = np.array(rows)
+    pcsv.write_csv(pa.table({"id": ids, "x": ids / 7, "s": pa.array([None if v % 5 == 0 else f"v{v}" for v in ids])}),
+                   f"{path}.csv")
+
+
+def _write_json(path, rows):
+    import json
+
+    with open(f"{path}.jsonl", "w") as f:
+        for v in rows:
+            f.write(json.dumps({"id": v, "x": v / 7, "s": None if v % 5 == 0 else f"v{v}"}) + "\n")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_text_formats_read_in_the_driver_like_through_ray(tmp_path, ray_tasks_only, fmt):
+    write, read = {"csv": (_write_csv, bridge.read_csv), "json": (_write_json, bridge.read_json)}[fmt]
     for i in range(3):
-        ids = np.arange(i * 500, (i + 1) * 500)
-        t = pa.table({"id": ids, "x": ids / 7, "s": pa.array([None if v % 5 == 0 else f"v{v}" for v in ids])})
-        pcsv.write_csv(t, tmp_path / f"p{i}.csv")
+        write(tmp_path / f"p{i}", range(i * 500, (i + 1) * 500))
     schema = pa.schema([("id", pa.int32()), ("x", pa.float64()), ("s", pa.string())])
-    through_ray = pa.concat_tables(_batches(bridge.read_csv(str(tmp_path), schema=schema), batch_size=300))
+    through_ray = pa.concat_tables(_batches(read(str(tmp_path), schema=schema), batch_size=300))
     bridge.DataContext.get_current().read_in_driver = True
-    ds = bridge.read_csv(str(tmp_path), schema=schema)
+    ds = read(str(tmp_path), schema=schema)
     local = pa.concat_tables(_batches(ds, batch_size=300))
     assert _read_pids(ds) == {os.getpid()}
     assert local.schema.equals(through_ray.schema) and local.equals(through_ray)

@@ -11,7 +11,7 @@ exporters) runs the read tasks on threads of its own process instead:
 * the plan is a read and nothing else but column selections (``select_columns``,
   ``read_parquet(columns=)``) and a ``limit``;
 * its datasource says its read tasks may run there (``Datasource.reads_in_driver``:
-  the Parquet and CSV sources, whose decoding runs in Arrow's C++ without the GIL);
+  the Parquet, CSV and JSON sources, whose decoding runs in Arrow's C++ without the GIL);
 * this process is a driver (not a Ray task or actor) that started the Ray
   cluster itself (``ray.init()`` with no address), the cluster is still that
   one node, and this is no Ray Client: so the threads use the very CPUs the

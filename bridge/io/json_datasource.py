@@ -106,6 +106,10 @@ def _document_table(data: bytes, path: str) -> pa.Table:
 class JSONDatasource(FileDatasource):
     """JSON-lines files (see :func:`bridge.read_json`)."""
 
+    #: Parsing runs in Arrow's C++ (bridge.execution.driver_read): 16 files, 1.6M rows of 4 columns,
+    #: iterated on 2 cores, one process alternating: 0.99-1.37 s through Ray tasks, 0.80-1.15 s here.
+    reads_in_driver = True
+
     def __init__(self, paths: Any, *, read_options: Any = None, parse_options: Any = None,
                  schema: pa.Schema | None = None, lines: bool | None = None, **kwargs: Any) -> None:
         if schema is not None and getattr(parse_options, "explicit_schema", None) is not None:
