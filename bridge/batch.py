@@ -272,7 +272,7 @@ def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
     """
     import pandas as pd
 
-    from bridge.pandas_types import pandas_to_block, schema_of
+    from bridge.pandas_types import pandas_to_block, schema_of, table_from_pandas
 
     idx = df.index
     default = isinstance(idx, pd.RangeIndex) and idx.name is None
@@ -281,7 +281,7 @@ def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
         # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
         return restore_types(pandas_to_block(df, like, preserve_index=not default), like)
     try:
-        return pa.Table.from_pandas(df, preserve_index=not default)
+        return table_from_pandas(df, preserve_index=not default)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         try:
             return to_block(df.reset_index(drop=default))

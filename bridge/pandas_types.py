@@ -209,7 +209,7 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
             fixed[name] = object_column(values, like_types.get(name))
     if not fixed:
         try:
-            return pa.Table.from_pandas(df, preserve_index=preserve_index)
+            return table_from_pandas(df, preserve_index=preserve_index)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass
     arrays = []
@@ -221,6 +221,68 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
             arrays.append(pa.Array.from_pandas(s) if s.dtype != np.dtype(object)
                           else object_column(s.to_numpy(), like_types.get(name)))
     return pa.Table.from_arrays(arrays, names=names)
+
+
+#: Below this many bytes of NumPy float columns pyarrow's own conversion is quicker: the split below costs
+#: ~0.3 ms (two small conversions and the metadata), the scan it saves ~0.2 ms per MB.
+_SPLIT_FLOAT_BYTES = 4 * 1024**2
+
+
+def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) -> pa.Table:
+    """``pyarrow.Table.from_pandas(df, preserve_index=...)``: the very same table, faster for float data.
+
+    pyarrow reads every value of a NumPy float column for NaN (pandas' missing
+    value, which becomes null) one by one; a sum tells at memory speed whether
+    a column holds any NaN at all (NaN propagates through addition).  Float
+    columns without one are handed to Arrow as they are (zero-copy, as pyarrow
+    does once it has found no NaN); every other column and the index go through
+    pyarrow as before, and the ``pandas`` metadata of the two parts is merged in
+    column order.  Same schema, metadata bytes, values and nulls (tested against
+    pyarrow); about 4x faster on float frames (integration/bench/RESULTS.md).
+    """
+    cols = df.columns
+    if not cols.is_unique or cols.nlevels != 1:
+        return pa.Table.from_pandas(df, preserve_index=preserve_index)
+    floats = {name: dt for name, dt in zip(cols, df.dtypes)
+              if isinstance(dt, np.dtype) and dt.kind == "f" and dt.itemsize <= 8}
+    if df.shape[0] * sum(dt.itemsize for dt in floats.values()) < _SPLIT_FLOAT_BYTES:
+        return pa.Table.from_pandas(df, preserve_index=preserve_index)
+    fast: dict[Any, np.ndarray] = {}
+    with np.errstate(all="ignore"):  # a sum may overflow to inf: harmless, only NaN matters
+        for name in floats:
+            values = df[name].to_numpy()
+            if not np.isnan(np.add.reduce(values)):  # inf - inf also reads as NaN: pyarrow's scan decides
+                fast[name] = values
+    if not fast:
+        return pa.Table.from_pandas(df, preserve_index=preserve_index)
+    import json
+
+    rest_names = [c for c in cols if c not in fast]
+    rest = pa.Table.from_pandas(df, columns=rest_names, preserve_index=preserve_index)
+    described = pa.Table.from_pandas(df.iloc[:0], columns=list(fast), preserve_index=False)
+    meta = json.loads(rest.schema.metadata[b"pandas"])
+    fast_meta = dict(zip(fast, json.loads(described.schema.metadata[b"pandas"])["columns"]))
+    rest_meta, index_meta = meta["columns"][:len(rest_names)], meta["columns"][len(rest_names):]
+    arrays: list[Any] = []
+    fields: list[pa.Field] = []
+    entries: list[Any] = []
+    j = k = 0  # the next column of ``rest``, of ``described``
+    for name in cols:
+        if name in fast:
+            arrays.append(pa.array(fast[name]))
+            fields.append(described.schema.field(k))
+            entries.append(fast_meta[name])
+            k += 1
+        else:
+            arrays.append(rest.column(j))
+            fields.append(rest.schema.field(j))
+            entries.append(rest_meta[j])
+            j += 1
+    arrays += rest.columns[j:]  # the index columns come last
+    fields += [rest.schema.field(k) for k in range(j, rest.num_columns)]
+    meta["columns"] = entries + index_meta
+    metadata = {**(rest.schema.metadata or {}), b"pandas": json.dumps(meta).encode("utf8")}
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=metadata))
 
 
 def nullable_columns(refs: list[Any]) -> set[str]:

@@ -1,0 +1,95 @@
+"""``table_from_pandas``: pyarrow's ``Table.from_pandas`` to the byte, with float columns taken without a scan.
+
+Every frame that becomes a block (``from_pandas``, ``from_dask``, ``from_modin``,
+pandas batches of ``map_batches``) goes through it, so it must give the table
+pyarrow gives: same schema and ``pandas`` metadata, same values, NaN read as
+null exactly where pyarrow reads it so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bridge
+import bridge.pandas_types as pandas_types
+from bridge.pandas_types import table_from_pandas
+
+N = 1000
+
+
+def _frames() -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(1)
+    noisy = rng.random(N)
+    with_nan = noisy.copy()
+    with_nan[[0, N // 2, N - 1]] = np.nan
+    attrs = pd.DataFrame({"a": noisy})
+    attrs.attrs["source"] = "test"
+    return {
+        "floats": pd.DataFrame({f"c{i}": rng.random(N) for i in range(3)}),
+        "mixed": pd.DataFrame({
+            "f64": noisy, "i": np.arange(N), "s": ["x", "y"] * (N // 2), "f32": noisy.astype("float32"),
+            "f16": noisy.astype("float16"), "nan": with_nan, "obj": [None, 1.5] * (N // 2),
+        }),
+        "index": pd.DataFrame({"a": noisy}, index=pd.Index(np.arange(N) * 2, name="k")),
+        "named_range_index": pd.DataFrame({"a": noisy}, index=pd.RangeIndex(5, 5 + N, name="r")),
+        "multi_index": pd.DataFrame({"a": noisy, "b": with_nan},
+                                    index=pd.MultiIndex.from_arrays([np.arange(N), np.arange(N) % 3])),
+        "int_labels": pd.DataFrame({0: noisy, 1: np.arange(N), 2: with_nan}),
+        "infinities": pd.DataFrame({"pm": np.r_[np.inf, -np.inf, noisy[2:]], "p": np.r_[np.inf, noisy[1:]],
+                                    "z": np.r_[-0.0, noisy[1:]]}),
+        "strided": pd.DataFrame(rng.random((N, 3)), columns=list("xyz")),
+        "named_columns": pd.DataFrame({"a": noisy, "b": pd.array(np.arange(N), dtype="Int64")}
+                                      ).rename_axis("what", axis=1),
+        "categorical_tz": pd.DataFrame({"a": noisy, "c": pd.Categorical(["u", "v"] * (N // 2)),
+                                        "t": pd.date_range("2020", periods=N, tz="UTC")}),
+        "masked_and_arrow": pd.DataFrame({"a": noisy, "m": pd.array(with_nan, dtype="Float64"),
+                                          "s": pd.array(["p"] * N, dtype="string[pyarrow]")}),
+        "attrs": attrs,
+        "float16_overflow": pd.DataFrame({"h": np.full(N, 60000.0, dtype="float16")}),
+    }
+
+
+@pytest.mark.parametrize("preserve_index", [None, True, False])
+@pytest.mark.parametrize("name", sorted(_frames()))
+def test_same_table_as_pyarrow(name, preserve_index, monkeypatch):
+    monkeypatch.setattr(pandas_types, "_SPLIT_FLOAT_BYTES", 0)  # the split path even for these small frames
+    df = _frames()[name]
+    want = pa.Table.from_pandas(df, preserve_index=preserve_index)
+    got = table_from_pandas(df, preserve_index=preserve_index)
+    assert got.schema.equals(want.schema, check_metadata=True), (got.schema, want.schema)
+    assert got.equals(want)
+    assert [c.null_count for c in got.columns] == [c.null_count for c in want.columns]
+    pd.testing.assert_frame_equal(got.to_pandas(), want.to_pandas())
+
+
+def test_nan_anywhere_in_a_large_frame_is_null_where_pyarrow_says_so():
+    rows = 700_000  # 5.6 MB a column: above the split threshold with no patching
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({f"c{i}": rng.random(rows) for i in range(4)})
+    df.loc[rows - 1, "c1"] = np.nan  # the very last value
+    df.loc[0, "c3"] = np.nan
+    assert df.shape[0] * 8 * 4 >= pandas_types._SPLIT_FLOAT_BYTES
+    want = pa.Table.from_pandas(df, preserve_index=False)
+    got = table_from_pandas(df, preserve_index=False)
+    assert got.equals(want) and got.schema.equals(want.schema, check_metadata=True)
+    assert [c.null_count for c in got.columns] == [0, 1, 0, 1]
+    # Columns without NaN share the frame's memory, as pyarrow's own do.
+    assert got.column("c0").chunk(0).buffers()[1].address == df["c0"].to_numpy().ctypes.data
+
+
+def test_from_pandas_of_a_large_frame_keeps_every_value_and_null():
+    rows = 1_000_000
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"x": rng.random(rows), "y": rng.random(rows).astype("float32"), "k": np.arange(rows)})
+    df.loc[123_456, "x"] = np.nan
+    df.loc[rows - 1, "y"] = np.inf
+    ds = bridge.from_pandas(df)
+    table = ds.to_arrow()
+    assert table.column("x").null_count == 1 and not table.column("x")[123_456].is_valid
+    assert table.column("y").null_count == 0 and table.column("y")[rows - 1].as_py() == np.inf
+    back = ds.to_pandas()  # a float column with nulls comes back masked (bridge.pandas_types)
+    assert str(back["x"].dtype) == "Float64" and back["x"].isna().to_numpy().nonzero()[0].tolist() == [123_456]
+    pd.testing.assert_frame_equal(back.astype({"x": "float64"}), df)
