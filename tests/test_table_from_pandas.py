@@ -93,3 +93,31 @@ def test_from_pandas_of_a_large_frame_keeps_every_value_and_null():
     back = ds.to_pandas()  # a float column with nulls comes back masked (bridge.pandas_types)
     assert str(back["x"].dtype) == "Float64" and back["x"].isna().to_numpy().nonzero()[0].tolist() == [123_456]
     pd.testing.assert_frame_equal(back.astype({"x": "float64"}), df)
+
+
+def test_float_columns_without_nan_skip_pyarrows_scan(monkeypatch):
+    """The point of the function: NaN-free float columns never reach pyarrow's value-by-value conversion."""
+    converted: list[list] = []
+
+    class RecordingTable:  # pyarrow's own functions, each from_pandas call's columns recorded
+        from_arrays = staticmethod(pa.Table.from_arrays)
+
+        @staticmethod
+        def from_pandas(df, *args, **kwargs):
+            converted.append(list(kwargs.get("columns") or df.columns) if len(df) else [])
+            return pa.Table.from_pandas(df, *args, **kwargs)
+
+    class RecordingPyarrow:
+        Table = RecordingTable
+
+        def __getattr__(self, name):
+            return getattr(pa, name)
+
+    monkeypatch.setattr(pandas_types, "pa", RecordingPyarrow())
+    rows = 700_000
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"clean": rng.random(rows), "k": np.arange(rows), "dirty": rng.random(rows)})
+    df.loc[5, "dirty"] = np.nan
+    table = table_from_pandas(df, preserve_index=False)
+    assert table.column("dirty").null_count == 1
+    assert converted == [["k", "dirty"], []]  # the rest with its values; the clean column's metadata only
