@@ -3,8 +3,9 @@
 Blocks are fetched and cut into batches (zero-copy slices; a batch that spans
 two blocks is concatenated) and formatted on a background thread, at most
 ``prefetch_batches`` ahead, so that a training step overlaps with the next
-batch being prepared.  An optional local shuffle buffer mixes rows across
-blocks before batching.
+batch being prepared -- or, while the consumer's loop does too little for that
+overlap to pay, on the consumer's thread when it asks (:func:`_background`).
+An optional local shuffle buffer mixes rows across blocks before batching.
 """
 
 from __future__ import annotations
@@ -217,8 +218,30 @@ def _has_nulls(table: Block) -> bool:
     return any(col.null_count for col in table.columns)
 
 
+#: The consumer's own time over the last ``_WINDOW`` items (its loop body) above this share of the
+#: time it took to produce them: produce on the background thread; below ``_INLINE_BELOW``: on the
+#: consumer's thread, when it asks. Between the two the current way stays (no flapping).
+_THREAD_ABOVE = 0.5
+_INLINE_BELOW = 0.2
+_WINDOW = 16
+
+
 def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | None = None) -> Iterator[Any]:
-    """Run ``gen`` on a thread, at most ``depth`` items ahead of the consumer.
+    """Produce ``gen`` ahead of the consumer on a thread, at most ``depth`` items ahead, while that pays.
+
+    A thread overlaps producing the next item with the consumer's own work on
+    the last one, and costs a hand-off per item: the two threads pass the GIL
+    and wake each other.  With a consumer that does little between items (a
+    loop that only reads each batch) the overlap is nothing and the hand-offs
+    are all that is left.  So the consumer's own time and the time spent
+    producing are summed over the last ``_WINDOW`` items: the items are
+    produced on the consumer's thread, when it asks for one, until its own
+    time exceeds ``_THREAD_ABOVE`` of the production time; then the thread
+    takes over, and hands back when the consumer's time falls below
+    ``_INLINE_BELOW`` of it.  The first item is produced on the consumer's
+    thread.  Either way the items and their order are ``gen``'s: one lock
+    makes whoever produces the only one inside ``gen``, and the thread queues
+    what it made before letting go of it.
 
     With ``weight``, an item counts as ``weight(item)`` items (a list of batches
     as its length); one item is always let through so that a heavy item
@@ -226,8 +249,14 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
     """
     items: collections.deque[Any] = collections.deque()
     cond = threading.Condition()
+    gen_lock = threading.Lock()  # held by whoever is inside ``gen``
     queued = [0]  # total weight waiting in ``items``
     stop = threading.Event()
+    threaded = [False]  # the background thread produces (else the consumer does, on demand)
+    finished = [False]  # ``gen`` ended (or raised); its end is in ``items`` or was handed out
+    produce_s: collections.deque[float] = collections.deque(maxlen=_WINDOW)
+    consume_s: collections.deque[float] = collections.deque(maxlen=_WINDOW)
+    thread: threading.Thread | None = None
 
     def hand_over(item: Any, w: int) -> None:
         with cond:
@@ -237,16 +266,32 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
 
     def work() -> None:
         try:
-            for item in gen:
-                w = weight(item) if weight is not None else 1
+            while True:
                 with cond:
-                    while queued[0] and queued[0] + w > depth and not stop.is_set():
+                    while not stop.is_set() and not threaded[0]:
                         cond.wait(0.1)
                 if stop.is_set():
                     break
-                hand_over(item, w)
-            hand_over(_END, 0)
+                with gen_lock:
+                    if finished[0]:
+                        break
+                    t0 = time.perf_counter()
+                    try:
+                        item = next(gen)
+                    except StopIteration:
+                        finished[0] = True
+                        hand_over(_END, 0)
+                        break
+                    produce_s.append(time.perf_counter() - t0)
+                    w = weight(item) if weight is not None else 1
+                    with cond:
+                        while queued[0] and queued[0] + w > depth and not stop.is_set():
+                            cond.wait(0.1)
+                    if stop.is_set():
+                        break
+                    hand_over(item, w)
         except BaseException as err:  # noqa: BLE001 - handed to the consumer
+            finished[0] = True
             hand_over(err, 0)
         finally:
             close = getattr(gen, "close", None)
@@ -256,25 +301,65 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                 except Exception:  # noqa: BLE001
                     pass
 
-    thread = threading.Thread(target=work, name="raybridge-batcher", daemon=True)
-    thread.start()
-    try:
+    def next_item() -> tuple[Any, int]:
         while True:
             with cond:
-                while not items:
-                    cond.wait()
-                item, w = items.popleft()
-                queued[0] -= w
-                cond.notify_all()
+                if items or threaded[0]:
+                    while not items:
+                        cond.wait()
+                    item, w = items.popleft()
+                    queued[0] -= w
+                    cond.notify_all()
+                    return item, w
+            with gen_lock:  # the thread may still be finishing an item it started
+                if items:
+                    continue
+                if finished[0]:
+                    return _END, 0
+                t0 = time.perf_counter()
+                try:
+                    item = next(gen)
+                except StopIteration:
+                    finished[0] = True
+                    return _END, 0
+                except BaseException:
+                    finished[0] = True
+                    raise
+                produce_s.append(time.perf_counter() - t0)
+                return item, 0
+
+    try:
+        while True:
+            item, _ = next_item()
             if item is _END:
                 return
             if isinstance(item, BaseException):
                 raise item
+            handed = time.perf_counter()
             yield item
+            consume_s.append(time.perf_counter() - handed)
+            if not produce_s:
+                continue
+            ratio = sum(consume_s) / max(sum(produce_s), 1e-9)
+            if not threaded[0] and ratio > _THREAD_ABOVE:
+                with cond:
+                    threaded[0] = True
+                    cond.notify_all()
+                if thread is None:
+                    thread = threading.Thread(target=work, name="raybridge-batcher", daemon=True)
+                    thread.start()
+            elif threaded[0] and ratio < _INLINE_BELOW:
+                with cond:
+                    threaded[0] = False
     finally:
         stop.set()
         with cond:
             items.clear()
             queued[0] = 0
             cond.notify_all()
-        thread.join(timeout=5)
+        if thread is not None:
+            thread.join(timeout=5)
+        else:
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()

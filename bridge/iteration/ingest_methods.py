@@ -152,13 +152,14 @@ class IngestMethods(DatasetMixin):
     ) -> Iterator[Any]:
         """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_format.py``).
 
-        Conversion and the host-to-device copy run on the background thread,
-        ``prefetch_batches`` ahead.  ``prefetch_batches=0`` keeps them on the
-        calling thread, which is faster when the loop body does little Python
-        work of its own (the two threads would only pass the GIL back and forth:
-        15-45 % more batches per second in benchmark ``torch_ingest``, whose
-        loop only reads each batch's length).  Returns a resumable iterator
-        (``state_dict()`` / ``load_state_dict()``).
+        Conversion and the host-to-device copy run on a background thread,
+        ``prefetch_batches`` ahead, while the loop body takes long enough for
+        that overlap to pay; a loop that does little work of its own gets them
+        on its own thread, when it asks for the next batch (a thread would only
+        pass the GIL back and forth with it).  The times are measured as the
+        loop runs and the choice follows them (``bridge/iteration/batch_iterator.py``);
+        ``prefetch_batches=0`` never uses the thread.  Returns a resumable
+        iterator (``state_dict()`` / ``load_state_dict()``).
 
         Example:
             >>> import bridge
