@@ -278,12 +278,16 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                     t0 = time.perf_counter()
                     try:
                         item = next(gen)
+                        w = weight(item) if weight is not None else 1
                     except StopIteration:
                         finished[0] = True
                         hand_over(_END, 0)
                         break
+                    except BaseException as err:  # noqa: BLE001 - queued before the lock is let go
+                        finished[0] = True
+                        hand_over(err, 0)
+                        break
                     produce_s.append(time.perf_counter() - t0)
-                    w = weight(item) if weight is not None else 1
                     with cond:
                         while queued[0] and queued[0] + w > depth and not stop.is_set():
                             cond.wait(0.1)
@@ -346,8 +350,9 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                     threaded[0] = True
                     cond.notify_all()
                 if thread is None:
-                    thread = threading.Thread(target=work, name="raybridge-batcher", daemon=True)
-                    thread.start()
+                    started = threading.Thread(target=work, name="raybridge-batcher", daemon=True)
+                    started.start()
+                    thread = started
             elif threaded[0] and ratio < _INLINE_BELOW:
                 with cond:
                     threaded[0] = False
