@@ -264,6 +264,20 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
             queued[0] += w
             cond.notify_all()
 
+    def produce_one() -> Any:
+        """The next item of ``gen``, ``_END`` after its last (called holding ``gen_lock``)."""
+        t0 = time.perf_counter()
+        try:
+            item = next(gen)
+        except StopIteration:
+            finished[0] = True
+            return _END
+        except BaseException:
+            finished[0] = True
+            raise
+        produce_s.append(time.perf_counter() - t0)
+        return item
+
     def work() -> None:
         try:
             while True:
@@ -275,19 +289,16 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                 with gen_lock:
                     if finished[0]:
                         break
-                    t0 = time.perf_counter()
                     try:
-                        item = next(gen)
-                        w = weight(item) if weight is not None else 1
-                    except StopIteration:
-                        finished[0] = True
-                        hand_over(_END, 0)
-                        break
+                        item = produce_one()
+                        w = weight(item) if weight is not None and item is not _END else 1
                     except BaseException as err:  # noqa: BLE001 - queued before the lock is let go
                         finished[0] = True
                         hand_over(err, 0)
                         break
-                    produce_s.append(time.perf_counter() - t0)
+                    if item is _END:
+                        hand_over(_END, 0)
+                        break
                     with cond:
                         while queued[0] and queued[0] + w > depth and not stop.is_set():
                             cond.wait(0.1)
@@ -305,7 +316,7 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                 except Exception:  # noqa: BLE001
                     pass
 
-    def next_item() -> tuple[Any, int]:
+    def next_item() -> Any:
         while True:
             with cond:
                 if items or threaded[0]:
@@ -314,27 +325,15 @@ def _background(gen: Iterator[Any], depth: int, weight: Callable[[Any], int] | N
                     item, w = items.popleft()
                     queued[0] -= w
                     cond.notify_all()
-                    return item, w
+                    return item
             with gen_lock:  # the thread may still be finishing an item it started
                 if items:
                     continue
-                if finished[0]:
-                    return _END, 0
-                t0 = time.perf_counter()
-                try:
-                    item = next(gen)
-                except StopIteration:
-                    finished[0] = True
-                    return _END, 0
-                except BaseException:
-                    finished[0] = True
-                    raise
-                produce_s.append(time.perf_counter() - t0)
-                return item, 0
+                return _END if finished[0] else produce_one()
 
     try:
         while True:
-            item, _ = next_item()
+            item = next_item()
             if item is _END:
                 return
             if isinstance(item, BaseException):
