@@ -5,6 +5,9 @@ For every benchmark module ``integration/bench/bench_<name>.py`` (see
 alternating rounds (A B A B), each process making one warm-up call (excluded)
 and ``--calls - 1`` measured calls.  The medians, spreads and peaks go to
 ``integration/bench/RESULTS.md`` (plus ``results.json`` and ``results.png``).
+``results.json`` is written after every benchmark (marked ``"partial"`` until
+the run ends), so a run cut short keeps what it measured: run the remaining
+names with ``--merge`` to complete it.
 """
 
 from __future__ import annotations
@@ -105,8 +108,24 @@ def main() -> None:
     unknown = [n for n in names if n not in benches]
     if unknown:
         sys.exit(f"unknown benchmark(s) {unknown}; known: {sorted(benches)}")
-    results = {}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    previous: dict = {}
+    if args.merge and (out / "results.json").exists():
+        last = json.loads((out / "results.json").read_text())
+        if last["meta"]["scale"] == args.scale:
+            previous = last["results"]
+    results: dict = {}
     started = time.time()
+
+    def save(done: bool) -> dict:
+        """results.json after every benchmark, so a run cut short keeps what it measured (rerun the rest
+        with ``--merge``)."""
+        meta = {"scale": args.scale, "rounds": rounds, "calls": calls, "cpus": args.cpus,
+                "wall_s": time.time() - started, **({} if done else {"partial": True})}
+        (out / "results.json").write_text(json.dumps({"meta": meta, "results": {**previous, **results}}, indent=1))
+        return meta
+
     for name in names:
         module, bench = benches[name]
         reason = bench.requires() if bench.requires is not None else None  # type: ignore[attr-defined]
@@ -125,17 +144,11 @@ def main() -> None:
                 print(f"[{name}] {c:<14} round {r + 1}: {status}  ({time.time() - t0:.0f}s)", flush=True)
         results[name] = {"title": bench.title, "unit": bench.unit, "params": bench.params.get(args.scale),
                          "goals": bench.goals, "rows": summarize(bench, runs)}
+        save(done=False)
     from integration.bench.report import write_report
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if args.merge and (out / "results.json").exists():
-        previous = json.loads((out / "results.json").read_text())
-        if previous["meta"]["scale"] == args.scale:
-            results = {**previous["results"], **results}
-    meta = {"scale": args.scale, "rounds": rounds, "calls": calls, "cpus": args.cpus,
-            "wall_s": time.time() - started}
-    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    meta = save(done=True)
+    results = {**previous, **results}
     report = args.report or (str(HERE / "RESULTS.md") if args.scale == "full" else str(out / "RESULTS.md"))
     # The full-scale report and its chart are committed next to this file; other runs stay in --out.
     chart = HERE / "results.png" if args.report is None and args.scale == "full" else out / "results.png"
