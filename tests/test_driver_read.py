@@ -264,7 +264,7 @@ def test_tasks_in_flight_cap_sets_the_threads(tmp_path, monkeypatch):
 def test_only_a_driver_that_started_the_cluster_reads_itself():
     import ray
 
-    from bridge.execution.driver_read import cluster_is_this_machine
+    from bridge._ray import cluster_is_this_machine
 
     assert cluster_is_this_machine()  # the tests' session: ray.init() here, one node
     in_a_task = ray.remote(cluster_is_this_machine)

@@ -52,6 +52,7 @@ from collections.abc import Iterator
 
 import ray
 
+from bridge._ray import cluster_is_this_machine
 from bridge.block import Block, BlockMetadata
 from bridge.context import DataContext
 from bridge.execution.operators import PhysicalOp, run_block_transform
@@ -90,27 +91,6 @@ def driver_read(plan: LogicalOp, ctx: DataContext, stats: DatasetStats) -> Drive
     tasks = plan.datasource.get_read_tasks(plan.parallelism_for())
     threads = min(cpus, ctx.max_tasks_in_flight_per_op or cpus)
     return DriverRead(name, tasks, transform, ctx, stats, threads=threads, limit=limit)
-
-
-def cluster_is_this_machine() -> bool:
-    """Whether this process is a driver that started the Ray cluster itself, and that cluster is one node.
-
-    ``ray.init()`` on a laptop or a single machine: yes. Connected to a cluster started
-    elsewhere (``ray start``, KubeRay, an autoscaler that may add nodes), through Ray
-    Client, or running inside a Ray task or actor: no.
-    """
-    try:
-        from ray._private import worker
-
-        node = worker._global_node
-        if worker.global_worker.mode != worker.SCRIPT_MODE or node is None or not node.head:
-            return False
-        if ray.util.client.ray.is_connected():
-            return False
-        alive = [n for n in ray.nodes() if n.get("Alive")]
-        return len(alive) == 1 and alive[0].get("NodeID") == ray.get_runtime_context().get_node_id()
-    except Exception:  # noqa: BLE001 - anything unclear: the tasks, which always work
-        return False
 
 
 def _run(transform: BlockTransform, name: str, index: int, task: ReadTask) -> tuple[Block, BlockMetadata]:

@@ -4,10 +4,19 @@ An all-to-all operator receives every input :class:`RefBundle` on the driver
 (see :class:`bridge.plan.logical.AllToAll`), then:
 
 1. submits one *map* task per input block, which cuts its block into
-   ``n_out`` pieces (``num_returns=n_out``: each piece is its own object, so
-   it stays in the object store and spills to disk when the store is full);
+   ``n_out`` pieces that stay in the object store (and spill to disk when the
+   store is full);
 2. submits one *reduce* task per output partition, which receives its piece
    from every map task and returns ``(block, metadata)``.
+
+How the pieces travel depends on the cluster.  Across machines each piece is
+its own object (``num_returns=n_out``), so a reducer fetches only its rows.
+On a cluster of one machine (:func:`bridge._ray.cluster_is_this_machine`) a
+map task returns its pieces as one table, side by side, plus their row edges
+(:class:`PackedPieces`), and every reducer slices its rows out of each map
+task's table, zero-copy from the shared store: ``n_in`` objects instead of
+``n_in * n_out``, each of which costs Ray a store entry, a task return and a
+deserialisation.  Pieces of differing schemas travel as one list instead.
 
 Only metadata and small key samples ever reach the driver.  Map and reduce
 functions are plain module-level functions passed to two generic remote
@@ -16,8 +25,9 @@ tasks, so each operator writes pure ``pyarrow.Table -> pyarrow.Table`` code.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import pyarrow as pa
@@ -133,10 +143,72 @@ def get_all(refs: Sequence[ray.ObjectRef], also: Sequence[ray.ObjectRef] = ()) -
         raise
 
 
+@dataclasses.dataclass
+class PackedPieces:
+    """The map side on one machine: per map task, its pieces in one object and their row edges.
+
+    ``tables[i]``: map task ``i``'s pieces concatenated into one table (one chunk),
+    piece ``j`` being rows ``edges[i][j]:edges[i][j + 1]``; or, where its pieces'
+    schemas differ, the list of pieces itself, with ``None`` as its edges.
+    """
+
+    tables: list[ray.ObjectRef]
+    edges: list[ray.ObjectRef]
+    n_out: int
+
+
+#: What the map side hands the reduce side: piece refs per reducer, or :class:`PackedPieces`.
+Pieces = Union[list[list[ray.ObjectRef]], PackedPieces]
+
+
+def pack_pieces(pieces: Sequence[Block]) -> tuple[Any, np.ndarray | None]:
+    """``pieces`` -> ``(one table, row edges)``, or ``(list of pieces, None)`` where they do not concatenate."""
+    try:
+        packed = pa.concat_tables(pieces).combine_chunks()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return list(pieces), None
+    return packed, np.cumsum([0, *(p.num_rows for p in pieces)], dtype=np.int64)
+
+
+def unpack_piece(packed: Any, edges: np.ndarray | None, j: int) -> Block:
+    """Piece ``j`` of what :func:`pack_pieces` made."""
+    if edges is None:
+        return packed[j]
+    start = int(edges[j])
+    return packed.slice(start, int(edges[j + 1]) - start)
+
+
+@ray.remote(num_returns=2)
+def _packed_map_task(map_fn: Callable[..., list[Block]], n_out: int, index: int, block: Block,
+                     *args: Any) -> tuple[Any, np.ndarray | None]:
+    pieces = map_fn(block, index, *args)
+    assert len(pieces) == n_out, (len(pieces), n_out)
+    return pack_pieces(pieces)
+
+
+@ray.remote(num_returns=2)
+def _packed_reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any, n_maps: int,
+                        *packed_and_edges: Any) -> tuple[Block, BlockMetadata]:
+    tables, edges = packed_and_edges[:n_maps], packed_and_edges[n_maps:]
+    pieces = [unpack_piece(t, e, index) for t, e in zip(tables, edges)]
+    return reduce_with_stats(reduce_fn, pieces, index, args)
+
+
+def _packs_pieces(n_out: int) -> bool:
+    """Whether this exchange's map tasks pack their pieces (see the module docstring)."""
+    from bridge._ray import cluster_is_this_machine
+
+    return n_out > 1 and cluster_is_this_machine()
+
+
 def run_map(
     map_fn: Callable[..., list[Block]], refs: Sequence[ray.ObjectRef], n_out: int, ctx: DataContext, *args: Any
-) -> list[list[ray.ObjectRef]]:
-    """Submit ``map_fn(block, index, *args) -> n_out pieces`` per block; returns piece refs per reducer."""
+) -> Pieces:
+    """Submit ``map_fn(block, index, *args) -> n_out pieces`` per block; returns what :func:`run_reduce` takes."""
+    if _packs_pieces(n_out):
+        packed_task = _packed_map_task.options(max_retries=ctx.max_task_retries)
+        outs = [packed_task.remote(map_fn, n_out, i, ref, *args) for i, ref in enumerate(refs)]
+        return PackedPieces([t for t, _ in outs], [e for _, e in outs], n_out)
     by_reducer: list[list[ray.ObjectRef]] = [[] for _ in range(n_out)]
     task = _map_task.options(num_returns=n_out, max_retries=ctx.max_task_retries)
     for i, ref in enumerate(refs):
@@ -147,13 +219,22 @@ def run_map(
     return by_reducer
 
 
-def run_reduce(
-    reduce_fn: Callable[..., Block], pieces_by_reducer: list[list[ray.ObjectRef]], ctx: DataContext, *args: Any
-) -> list[RefBundle]:
-    """Submit ``reduce_fn(pieces, index, *args) -> block`` per partition; wait for the metadata only."""
-    task = _reduce_task.options(max_retries=ctx.max_task_retries)
-    outs = [task.remote(reduce_fn, j, args, *pieces) for j, pieces in enumerate(pieces_by_reducer)]
-    pieces_by_reducer.clear()  # the tasks hold what they need; let finished pieces go
+def run_reduce(reduce_fn: Callable[..., Block], pieces: Pieces, ctx: DataContext, *args: Any) -> list[RefBundle]:
+    """Submit ``reduce_fn(pieces, index, *args) -> block`` per partition; wait for the metadata only.
+
+    ``pieces``: what :func:`run_map` returned; cleared (the tasks hold what they need).
+    """
+    if isinstance(pieces, PackedPieces):
+        n_maps = len(pieces.tables)
+        packed_task = _packed_reduce_task.options(max_retries=ctx.max_task_retries)
+        outs = [packed_task.remote(reduce_fn, j, args, n_maps, *pieces.tables, *pieces.edges)
+                for j in range(pieces.n_out)]
+        pieces.tables.clear()
+        pieces.edges.clear()
+    else:
+        task = _reduce_task.options(max_retries=ctx.max_task_retries)
+        outs = [task.remote(reduce_fn, j, args, *refs) for j, refs in enumerate(pieces)]
+        pieces.clear()  # let each reducer's pieces go when it finishes
     metas = get_all([m for _, m in outs], also=[b for b, _ in outs])
     return [RefBundle([b], [m]) for (b, _), m in zip(outs, metas)]
 
@@ -286,8 +367,8 @@ def _range_pieces(block: Block, index: int, bounds: pa.Table | None, sort_keys: 
 def partition_by_keys(
     bundles: list[RefBundle], keys: list[str], label: str, ctx: DataContext, n_out: int | None = None,
     *, sort: bool = True,
-) -> list[list[ray.ObjectRef]] | None:
-    """The map side of a key exchange: piece refs per reducer, every key value in one reducer's pieces.
+) -> Pieces | None:
+    """The map side of a key exchange (for :func:`run_reduce`): every key value in one reducer's pieces.
 
     ``n_out``: exactly that many reducers (some may get nothing); default: as many as
     the sampled distinct boundaries allow.  ``None`` when there is no input block.

@@ -199,7 +199,7 @@ def group_partition_fn(keys: list[str], label: str) -> Any:
             bundles.clear()
             if not refs:
                 return []
-            pieces: list[list[Any]] | None = exchange.run_map(_whole_block, refs, 1, ctx)
+            pieces: exchange.Pieces | None = exchange.run_map(_whole_block, refs, 1, ctx)
             del refs
         else:
             pieces = exchange.partition_by_keys(bundles, keys, label, ctx)
