@@ -89,3 +89,19 @@ def test_packed_and_per_piece_exchanges_give_the_same_blocks(op, monkeypatch):
     assert len(packed) == len(per_piece) > 1
     for a, b in zip(packed, per_piece):
         assert a.equals(b, check_metadata=True)
+
+
+def test_slices_of_one_table_pack_as_that_table_without_a_copy():
+    t = _rich_table()
+    part = np.random.default_rng(2).integers(0, 4, t.num_rows).astype(np.uint16)
+    pieces = exchange.split_by_partition(t, part, 4)
+    packed, edges = exchange.pack_pieces(pieces)
+    assert packed is pieces.whole
+    for j in range(4):
+        expected = t.filter(pa.array(part == j))
+        assert exchange.unpack_piece(packed, edges, j).equals(expected, check_metadata=True)
+        assert pieces[j].equals(expected)
+    padded = pieces.padded(6)
+    assert len(padded) == 6 and padded[4].num_rows == padded[5].num_rows == 0
+    assert padded[5].schema.equals(t.schema, check_metadata=True)
+    assert exchange.pack_pieces(padded)[0] is pieces.whole

@@ -163,6 +163,8 @@ Pieces = Union[list[list[ray.ObjectRef]], PackedPieces]
 
 def pack_pieces(pieces: Sequence[Block]) -> tuple[Any, np.ndarray | None]:
     """``pieces`` -> ``(one table, row edges)``, or ``(list of pieces, None)`` where they do not concatenate."""
+    if isinstance(pieces, SlicedPieces):
+        return pieces.whole, pieces.edges
     try:
         packed = pa.concat_tables(pieces).combine_chunks()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
@@ -278,6 +280,25 @@ def sample_boundaries(
     return sample.take(pa.array(positions, pa.int64()))
 
 
+class SlicedPieces(list):
+    """Pieces that are consecutive slices of one table: piece ``j`` is rows ``edges[j]:edges[j + 1]`` of ``whole``.
+
+    A plain list of the pieces to every caller; :func:`pack_pieces` sends ``whole``
+    as it is instead of concatenating the pieces into a copy of it.
+    """
+
+    def __init__(self, whole: Block, edges: Sequence[int] | np.ndarray) -> None:
+        self.whole = whole
+        self.edges = np.asarray(edges, dtype=np.int64)
+        bounds = self.edges.tolist()
+        super().__init__(whole.slice(s, e - s) for s, e in zip(bounds[:-1], bounds[1:]))
+
+    def padded(self, n_out: int) -> SlicedPieces:
+        """These pieces, then empty ones up to ``n_out``."""
+        extra = n_out - len(self)
+        return self if extra <= 0 else SlicedPieces(self.whole, [*self.edges.tolist(), *[int(self.edges[-1])] * extra])
+
+
 def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> list[Block]:
     """Cut ``block`` into ``n_out`` pieces: row ``i`` goes to piece ``part[i]`` (order kept within a piece).
 
@@ -289,8 +310,7 @@ def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> list[Block
     order = np.argsort(part, kind="stable")
     counts = np.bincount(part, minlength=n_out)
     grouped = block.take(pa.array(order))
-    edges = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    return [grouped.slice(edges[j], edges[j + 1] - edges[j]) for j in range(n_out)]
+    return SlicedPieces(grouped, np.concatenate([[0], np.cumsum(counts)]))
 
 
 def _numeric_partition(table: Block, bounds: pa.Table, sort_keys: SortKeys,
@@ -333,11 +353,13 @@ def range_split(
     """
     if bounds is None or bounds.num_rows == 0 or table.num_rows == 0:
         first = sort_table(table, sort_keys) if sort else table
-        return [first] + [table.slice(0, 0)] * (n_out - 1)
+        return SlicedPieces(first, [0, first.num_rows]).padded(n_out)
     if not sort:
         part = _numeric_partition(table, bounds, sort_keys, ties_after)
         if part is not None:
             pieces = split_by_partition(table, part, bounds.num_rows + 1)
+            if isinstance(pieces, SlicedPieces):
+                return pieces.padded(n_out)
             return pieces + [table.slice(0, 0)] * (n_out - len(pieces))
     columns = [c for c, _ in sort_keys]
     keys = table.select(columns)
@@ -353,10 +375,7 @@ def range_split(
     # Position of each boundary among data rows = rows sorted before it.
     cuts = np.flatnonzero(is_bound) - np.arange(int(is_bound.sum()))
     sorted_table = table.take(pa.array(data_order))
-    edges = [0, *cuts.tolist(), n]
-    pieces = [sorted_table.slice(s, e - s) for s, e in zip(edges[:-1], edges[1:])]
-    pieces += [table.slice(0, 0)] * (n_out - len(pieces))
-    return pieces
+    return SlicedPieces(sorted_table, [0, *cuts.tolist(), n]).padded(n_out)
 
 
 def _range_pieces(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
