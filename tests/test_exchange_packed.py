@@ -34,7 +34,7 @@ def test_pack_and_unpack_give_back_every_piece():
     assert isinstance(packed, pa.Table) and edges is not None
     assert all(c.num_chunks == 1 for c in packed.columns)  # one object with one buffer per column
     for j, piece in enumerate(pieces):
-        got = exchange.unpack_piece(packed, edges, j)
+        got = exchange.unpack_piece(packed, exchange.piece_span(edges, j), j)
         assert got.equals(piece, check_metadata=True), j
 
 
@@ -42,26 +42,27 @@ def test_pieces_of_differing_schemas_travel_as_a_list():
     pieces = [pa.table({"a": [1, 2]}), pa.table({}), pa.table({"a": ["x"]})]
     packed, edges = exchange.pack_pieces(pieces)
     assert edges is None
-    assert [exchange.unpack_piece(packed, edges, j) for j in range(3)] == pieces
+    assert [exchange.unpack_piece(packed, exchange.piece_span(edges, j), j) for j in range(3)] == pieces
 
 
 def test_this_test_cluster_packs_and_a_single_output_does_not():
     ds = bridge.from_arrow(_rich_table(), override_num_blocks=4).materialize()
     refs = ds.get_internal_block_refs()
     ctx = bridge.DataContext.get_current()
-    packed = exchange.run_map(lambda b, i: [b.slice(0, 10), b.slice(10)], refs, 2, ctx)
+    metas = [bridge.block.BlockMetadata.of(b) for b in ray.get(refs)]
+    packed = exchange.run_map(lambda b, i: [b.slice(0, 10), b.slice(10)], refs, 2, ctx, metas=metas)
     assert isinstance(packed, exchange.PackedPieces) and len(packed.tables) == 4
     out = exchange.run_reduce(lambda pieces, j: exchange.concat_blocks(pieces), packed, ctx)
     assert [sum(m.num_rows for m in b.metas) for b in out] == [40, 360]
     assert not packed.tables  # handed to the reducers
-    assert isinstance(exchange.run_map(lambda b, i: [b], refs, 1, ctx), list)
+    assert isinstance(exchange.run_map(lambda b, i: [b], refs, 1, ctx, metas=metas), list)
+    assert isinstance(exchange.run_map(lambda b, i: [b, b], refs, 2, ctx), list)  # no metas: partial aggregates
 
 
 OPERATIONS = {
     "random_shuffle": lambda ds: ds.random_shuffle(seed=11),
     "random_shuffle_3_blocks": lambda ds: ds.random_shuffle(seed=5, num_blocks=3),
     "sort": lambda ds: ds.sort(["k", "v"], descending=[False, True]),
-    "groupby_aggregate": lambda ds: ds.groupby("s").sum("v"),
     "groupby_map_groups": lambda ds: ds.groupby("k").map_groups(lambda t: t, batch_format="pyarrow"),
     "repartition_keys": lambda ds: ds.repartition(3, keys=["s"]),
 }
@@ -77,14 +78,14 @@ def test_packed_and_per_piece_exchanges_give_the_same_blocks(op, monkeypatch):
     choices: list[tuple[int, bool]] = []
     decide = exchange._packs_pieces
 
-    def spy(n_out: int) -> bool:
-        choices.append((n_out, decide(n_out)))
+    def spy(n_out: int, metas) -> bool:
+        choices.append((n_out, decide(n_out, metas)))
         return choices[-1][1]
 
     monkeypatch.setattr(exchange, "_packs_pieces", spy)
     packed = blocks()
     assert any(n_out > 1 and packs for n_out, packs in choices), choices
-    monkeypatch.setattr(exchange, "_packs_pieces", lambda n_out: False)
+    monkeypatch.setattr(exchange, "_packs_pieces", lambda n_out, metas: False)
     per_piece = blocks()
     assert len(packed) == len(per_piece) > 1
     for a, b in zip(packed, per_piece):
@@ -99,9 +100,32 @@ def test_slices_of_one_table_pack_as_that_table_without_a_copy():
     assert packed is pieces.whole
     for j in range(4):
         expected = t.filter(pa.array(part == j))
-        assert exchange.unpack_piece(packed, edges, j).equals(expected, check_metadata=True)
+        assert exchange.unpack_piece(packed, exchange.piece_span(edges, j), j).equals(expected, check_metadata=True)
         assert pieces[j].equals(expected)
     padded = pieces.padded(6)
     assert len(padded) == 6 and padded[4].num_rows == padded[5].num_rows == 0
     assert padded[5].schema.equals(t.schema, check_metadata=True)
     assert exchange.pack_pieces(padded)[0] is pieces.whole
+
+
+def test_many_small_blocks_fanned_out_to_many_reducers_are_not_packed():
+    small = bridge.block.BlockMetadata(num_rows=100, size_bytes=4096)
+    large = bridge.block.BlockMetadata(num_rows=10**6, size_bytes=8 * 10**6)
+    assert exchange._packs_pieces(32, [large] * 32 + [small])  # this test session: one machine
+    assert not exchange._packs_pieces(1, [large] * 32)
+    assert not exchange._packs_pieces(1000, [small] * 1000)  # 4 MB copied into each of 1,000 reducers
+    assert exchange._packs_pieces(1000, [large] * 1000)
+
+
+def _boom(table):
+    raise ValueError("map_groups failed on purpose")
+
+
+@pytest.mark.parametrize("packs", [True, False])
+def test_an_error_in_a_reducer_reaches_the_caller_either_way(packs, monkeypatch):
+    monkeypatch.setattr(exchange, "MIN_PIECE_BYTES", 1)
+    if not packs:
+        monkeypatch.setattr(exchange, "_packs_pieces", lambda n_out, metas: False)
+    ds = bridge.from_arrow(_rich_table(), override_num_blocks=5).groupby("s").map_groups(_boom, batch_format="pyarrow")
+    with pytest.raises(Exception, match="map_groups failed on purpose"):
+        ds.materialize()

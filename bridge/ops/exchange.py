@@ -12,11 +12,14 @@ An all-to-all operator receives every input :class:`RefBundle` on the driver
 How the pieces travel depends on the cluster.  Across machines each piece is
 its own object (``num_returns=n_out``), so a reducer fetches only its rows.
 On a cluster of one machine (:func:`bridge._ray.cluster_is_this_machine`) a
-map task returns its pieces as one table, side by side, plus their row edges
-(:class:`PackedPieces`), and every reducer slices its rows out of each map
-task's table, zero-copy from the shared store: ``n_in`` objects instead of
-``n_in * n_out``, each of which costs Ray a store entry, a task return and a
-deserialisation.  Pieces of differing schemas travel as one list instead.
+map task that passes every row on (shuffle, sort, key partitions) returns its
+pieces as one table, side by side, plus their row edges (:class:`PackedPieces`),
+and every reducer slices its rows out of each map task's table, zero-copy from
+the shared store: ``n_in`` objects instead of ``n_in * n_out``, each of which
+costs Ray a store entry, a task return and a deserialisation.  Pieces of
+differing schemas travel as one list.  Not where the map outputs would be small
+enough for Ray to copy them into every reducer's task (:data:`INLINE_BYTES`),
+nor for partial aggregates, whose outputs are small.
 
 Only metadata and small key samples ever reach the driver.  Map and reduce
 functions are plain module-level functions passed to two generic remote
@@ -147,9 +150,9 @@ def get_all(refs: Sequence[ray.ObjectRef], also: Sequence[ray.ObjectRef] = ()) -
 class PackedPieces:
     """The map side on one machine: per map task, its pieces in one object and their row edges.
 
-    ``tables[i]``: map task ``i``'s pieces concatenated into one table (one chunk),
-    piece ``j`` being rows ``edges[i][j]:edges[i][j + 1]``; or, where its pieces'
-    schemas differ, the list of pieces itself, with ``None`` as its edges.
+    ``tables[i]``: map task ``i``'s pieces side by side in one table, piece ``j``
+    being rows ``edges[i][j]:edges[i][j + 1]``; or, where its pieces' schemas
+    differ, the list of pieces itself, with ``None`` as its edges.
     """
 
     tables: list[ray.ObjectRef]
@@ -172,12 +175,17 @@ def pack_pieces(pieces: Sequence[Block]) -> tuple[Any, np.ndarray | None]:
     return packed, np.cumsum([0, *(p.num_rows for p in pieces)], dtype=np.int64)
 
 
-def unpack_piece(packed: Any, edges: np.ndarray | None, j: int) -> Block:
-    """Piece ``j`` of what :func:`pack_pieces` made."""
+def piece_span(edges: np.ndarray | None, j: int) -> tuple[int, int] | None:
+    """``(offset, rows)`` of piece ``j`` in a packed table with these edges (``None``: a list of pieces)."""
     if edges is None:
-        return packed[j]
+        return None
     start = int(edges[j])
-    return packed.slice(start, int(edges[j + 1]) - start)
+    return start, int(edges[j + 1]) - start
+
+
+def unpack_piece(packed: Any, span: tuple[int, int] | None, j: int) -> Block:
+    """Piece ``j`` of what :func:`pack_pieces` made, ``span`` being its :func:`piece_span`."""
+    return packed[j] if span is None else packed.slice(*span)
 
 
 @ray.remote(num_returns=2)
@@ -189,25 +197,42 @@ def _packed_map_task(map_fn: Callable[..., list[Block]], n_out: int, index: int,
 
 
 @ray.remote(num_returns=2)
-def _packed_reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any, n_maps: int,
-                        *packed_and_edges: Any) -> tuple[Block, BlockMetadata]:
-    tables, edges = packed_and_edges[:n_maps], packed_and_edges[n_maps:]
-    pieces = [unpack_piece(t, e, index) for t, e in zip(tables, edges)]
+def _packed_reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any,
+                        spans: list[tuple[int, int] | None], *tables: Any) -> tuple[Block, BlockMetadata]:
+    pieces = [unpack_piece(t, span, index) for t, span in zip(tables, spans)]
     return reduce_with_stats(reduce_fn, pieces, index, args)
 
 
-def _packs_pieces(n_out: int) -> bool:
+#: Ray returns a task result under 100 KiB inline, and sends an inline argument inside every
+#: task that takes it: a packed map output that small would be copied to each of the ``n_out``
+#: reducers. Blocks below this size count as inline ...
+INLINE_BYTES = 128 * 1024
+#: ... and an exchange packs only while ``n_out`` times their bytes stays under this.
+MAX_INLINE_FANOUT_BYTES = 32 * 1024 * 1024
+
+
+def _packs_pieces(n_out: int, metas: Sequence[BlockMetadata]) -> bool:
     """Whether this exchange's map tasks pack their pieces (see the module docstring)."""
+    if n_out <= 1:
+        return False
+    inline = sum(m.size_bytes for m in metas if m.size_bytes < INLINE_BYTES)
+    if inline * n_out > MAX_INLINE_FANOUT_BYTES:
+        return False
     from bridge._ray import cluster_is_this_machine
 
-    return n_out > 1 and cluster_is_this_machine()
+    return cluster_is_this_machine()
 
 
 def run_map(
-    map_fn: Callable[..., list[Block]], refs: Sequence[ray.ObjectRef], n_out: int, ctx: DataContext, *args: Any
+    map_fn: Callable[..., list[Block]], refs: Sequence[ray.ObjectRef], n_out: int, ctx: DataContext, *args: Any,
+    metas: Sequence[BlockMetadata] | None = None,
 ) -> Pieces:
-    """Submit ``map_fn(block, index, *args) -> n_out pieces`` per block; returns what :func:`run_reduce` takes."""
-    if _packs_pieces(n_out):
+    """Submit ``map_fn(block, index, *args) -> n_out pieces`` per block; returns what :func:`run_reduce` takes.
+
+    ``metas`` (the input blocks'), from callers whose map tasks pass every row on (shuffles, sorts,
+    key partitions; not partial aggregates), lets the pieces be packed where the module docstring says.
+    """
+    if metas is not None and _packs_pieces(n_out, metas):
         packed_task = _packed_map_task.options(max_retries=ctx.max_task_retries)
         outs = [packed_task.remote(map_fn, n_out, i, ref, *args) for i, ref in enumerate(refs)]
         return PackedPieces([t for t, _ in outs], [e for _, e in outs], n_out)
@@ -227,9 +252,11 @@ def run_reduce(reduce_fn: Callable[..., Block], pieces: Pieces, ctx: DataContext
     ``pieces``: what :func:`run_map` returned; cleared (the tasks hold what they need).
     """
     if isinstance(pieces, PackedPieces):
-        n_maps = len(pieces.tables)
+        # The edges come to the driver (a few bytes per piece; every reducer needs every map task
+        # anyway), so that each reducer is sent only its own offsets, not every map task's edges.
+        edges = get_all(pieces.edges, also=pieces.tables)
         packed_task = _packed_reduce_task.options(max_retries=ctx.max_task_retries)
-        outs = [packed_task.remote(reduce_fn, j, args, n_maps, *pieces.tables, *pieces.edges)
+        outs = [packed_task.remote(reduce_fn, j, args, [piece_span(e, j) for e in edges], *pieces.tables)
                 for j in range(pieces.n_out)]
         pieces.tables.clear()
         pieces.edges.clear()
@@ -401,4 +428,4 @@ def partition_by_keys(
     sort_keys: SortKeys = [(k, "ascending") for k in keys]
     bounds = sample_boundaries(refs, sort_keys, n_out or num_partitions(metas), distinct=True)
     n = n_out if n_out is not None else 1 if bounds is None else bounds.num_rows + 1
-    return run_map(_range_pieces, refs, n, ctx, bounds, sort_keys, n, sort)
+    return run_map(_range_pieces, refs, n, ctx, bounds, sort_keys, n, sort, metas=metas)

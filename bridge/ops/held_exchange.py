@@ -187,7 +187,7 @@ def run_exchange(
                 f"a shuffle holder died ({type(err).__name__}); running the exchange again through the "
                 "object store (it may spill). Hint: give the cluster more memory or lower "
                 "DataContext.shuffle_memory_budget", RuntimeWarning, stacklevel=2)
-    pieces = exchange.run_map(map_fn, refs, n_out, ctx, *map_args)
+    pieces = exchange.run_map(map_fn, refs, n_out, ctx, *map_args, metas=metas)
     refs.clear()
     return exchange.run_reduce(reduce_fn, pieces, ctx, *reduce_args)
 
