@@ -108,13 +108,21 @@ def test_slices_of_one_table_pack_as_that_table_without_a_copy():
     assert exchange.pack_pieces(padded)[0] is pieces.whole
 
 
-def test_many_small_blocks_fanned_out_to_many_reducers_are_not_packed():
+def test_packing_stays_off_for_small_outputs_fanned_out_and_for_data_near_the_store_size():
+    from bridge._ray import object_store_capacity
+
+    store = object_store_capacity()
     small = bridge.block.BlockMetadata(num_rows=100, size_bytes=4096)
-    large = bridge.block.BlockMetadata(num_rows=10**6, size_bytes=8 * 10**6)
-    assert exchange._packs_pieces(32, [large] * 32 + [small])  # this test session: one machine
-    assert not exchange._packs_pieces(1, [large] * 32)
+
+    def blocks(n: int, fraction_of_store: float) -> list:
+        return [bridge.block.BlockMetadata(num_rows=1000, size_bytes=int(fraction_of_store * store / n))] * n
+
+    assert exchange._packs_pieces(32, blocks(32, 0.1) + [small])  # this test session: one machine
+    assert not exchange._packs_pieces(1, blocks(32, 0.1))
     assert not exchange._packs_pieces(1000, [small] * 1000)  # 4 MB copied into each of 1,000 reducers
-    assert exchange._packs_pieces(1000, [large] * 1000)
+    assert exchange._packs_pieces(100, blocks(100, 0.1))
+    # Every reducer pins every map output: not for data near the store's size (the per-piece path spills less).
+    assert not exchange._packs_pieces(32, blocks(32, exchange.PACK_STORE_FRACTION + 0.05))
 
 
 def _boom(table):

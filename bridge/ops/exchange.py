@@ -6,8 +6,8 @@ An all-to-all operator receives every input :class:`RefBundle` on the driver
 1. submits one *map* task per input block, which cuts its block into
    ``n_out`` pieces that stay in the object store (and spill to disk when the
    store is full);
-2. submits one *reduce* task per output partition, which receives its piece
-   from every map task and returns ``(block, metadata)``.
+2. submits one *reduce* task per output partition, which gets its piece of
+   every map task's output and returns ``(block, metadata)``.
 
 How the pieces travel depends on the cluster.  Across machines each piece is
 its own object (``num_returns=n_out``), so a reducer fetches only its rows.
@@ -17,11 +17,13 @@ pieces as one table, side by side, plus their row edges (:class:`PackedPieces`),
 and every reducer slices its rows out of each map task's table, zero-copy from
 the shared store: ``n_in`` objects instead of ``n_in * n_out``, each of which
 costs Ray a store entry, a task return and a deserialisation.  Pieces of
-differing schemas travel as one list.  Not where the map outputs would be small
-enough for Ray to copy them into every reducer's task (:data:`INLINE_BYTES`),
-nor for partial aggregates, whose outputs are small.
+differing schemas travel as one list.  Every reducer then holds every map
+output as an argument, pinned in the store until it finishes, so packing is
+only for data well within the store (:data:`PACK_STORE_FRACTION`); nor where
+the map outputs would be small enough for Ray to copy them into every reducer's
+task (:data:`INLINE_BYTES`), nor for partial aggregates, whose outputs are small.
 
-Only metadata and small key samples ever reach the driver.  Map and reduce
+Only metadata, small key samples and the packed pieces' row edges ever reach the driver.  Map and reduce
 functions are plain module-level functions passed to two generic remote
 tasks, so each operator writes pure ``pyarrow.Table -> pyarrow.Table`` code.
 """
@@ -167,6 +169,7 @@ Pieces = Union[list[list[ray.ObjectRef]], PackedPieces]
 def pack_pieces(pieces: Sequence[Block]) -> tuple[Any, np.ndarray | None]:
     """``pieces`` -> ``(one table, row edges)``, or ``(list of pieces, None)`` where they do not concatenate."""
     if isinstance(pieces, SlicedPieces):
+        assert len(pieces.edges) == len(pieces) + 1, "SlicedPieces changed after it was cut"
         return pieces.whole, pieces.edges
     try:
         packed = pa.concat_tables(pieces).combine_chunks()
@@ -209,6 +212,9 @@ def _packed_reduce_task(reduce_fn: Callable[..., Block], index: int, args: Any,
 INLINE_BYTES = 128 * 1024
 #: ... and an exchange packs only while ``n_out`` times their bytes stays under this.
 MAX_INLINE_FANOUT_BYTES = 32 * 1024 * 1024
+#: Packing needs the data within this fraction of the object store: each reducer pins every map
+#: output while it runs (the per-piece path lets each reducer's pieces go when it finishes).
+PACK_STORE_FRACTION = 0.3
 
 
 def _packs_pieces(n_out: int, metas: Sequence[BlockMetadata]) -> bool:
@@ -218,8 +224,10 @@ def _packs_pieces(n_out: int, metas: Sequence[BlockMetadata]) -> bool:
     inline = sum(m.size_bytes for m in metas if m.size_bytes < INLINE_BYTES)
     if inline * n_out > MAX_INLINE_FANOUT_BYTES:
         return False
-    from bridge._ray import cluster_is_this_machine
+    from bridge._ray import cluster_is_this_machine, object_store_capacity
 
+    if sum(m.size_bytes for m in metas) > PACK_STORE_FRACTION * object_store_capacity():
+        return False
     return cluster_is_this_machine()
 
 
@@ -246,15 +254,33 @@ def run_map(
     return by_reducer
 
 
+def _get_edges(pieces: PackedPieces) -> list[Any]:
+    """Every map task's row edges; on a failure, the failed tasks' tables are fetched too (they raise at once,
+    so Ray does not report their error again as unhandled), then the first error is raised."""
+    try:
+        return ray.get(list(pieces.edges))
+    except Exception:
+        for edges, table in zip(pieces.edges, pieces.tables):
+            try:
+                ray.get(edges, timeout=30)
+            except Exception:  # noqa: BLE001 - this task failed: its table holds the same error
+                try:
+                    ray.get(table, timeout=30)
+                except Exception:  # noqa: BLE001, S110 - the first error is re-raised below
+                    pass
+        raise
+
+
 def run_reduce(reduce_fn: Callable[..., Block], pieces: Pieces, ctx: DataContext, *args: Any) -> list[RefBundle]:
     """Submit ``reduce_fn(pieces, index, *args) -> block`` per partition; wait for the metadata only.
 
     ``pieces``: what :func:`run_map` returned; cleared (the tasks hold what they need).
+    Packed pieces: the map tasks' row edges are fetched first, then the reducers submitted.
     """
     if isinstance(pieces, PackedPieces):
         # The edges come to the driver (a few bytes per piece; every reducer needs every map task
         # anyway), so that each reducer is sent only its own offsets, not every map task's edges.
-        edges = get_all(pieces.edges, also=pieces.tables)
+        edges = _get_edges(pieces)
         packed_task = _packed_reduce_task.options(max_retries=ctx.max_task_retries)
         outs = [packed_task.remote(reduce_fn, j, args, [piece_span(e, j) for e in edges], *pieces.tables)
                 for j in range(pieces.n_out)]
@@ -326,14 +352,14 @@ class SlicedPieces(list):
         return self if extra <= 0 else SlicedPieces(self.whole, [*self.edges.tolist(), *[int(self.edges[-1])] * extra])
 
 
-def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> list[Block]:
+def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> SlicedPieces:
     """Cut ``block`` into ``n_out`` pieces: row ``i`` goes to piece ``part[i]`` (order kept within a piece).
 
     A stable argsort of small integers is a radix sort (O(n)); then one ``take``
     and zero-copy slices.
     """
     if n_out == 1:
-        return [block]
+        return SlicedPieces(block, [0, block.num_rows])
     order = np.argsort(part, kind="stable")
     counts = np.bincount(part, minlength=n_out)
     grouped = block.take(pa.array(order))
@@ -384,10 +410,7 @@ def range_split(
     if not sort:
         part = _numeric_partition(table, bounds, sort_keys, ties_after)
         if part is not None:
-            pieces = split_by_partition(table, part, bounds.num_rows + 1)
-            if isinstance(pieces, SlicedPieces):
-                return pieces.padded(n_out)
-            return pieces + [table.slice(0, 0)] * (n_out - len(pieces))
+            return split_by_partition(table, part, bounds.num_rows + 1).padded(n_out)
     columns = [c for c, _ in sort_keys]
     keys = table.select(columns)
     bounds = bounds.select(columns)

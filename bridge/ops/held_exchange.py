@@ -1,7 +1,8 @@
 """An exchange whose pieces wait in the reducers' memory instead of the object store.
 
 The task exchange (:func:`bridge.ops.exchange.run_map` / ``run_reduce``) keeps every
-map piece in the object store until its reducer runs.  When the data is larger than
+map piece in the object store until its reducer runs (it packs a map task's pieces
+into one object only for data well within the store).  When the data is larger than
 the store, the store writes those pieces to disk and reads them back, on top of the
 output it must spill anyway, and the cost grows with the number of pieces (blocks x
 partitions).
