@@ -134,17 +134,23 @@ def get_all(refs: Sequence[ray.ObjectRef], also: Sequence[ray.ObjectRef] = ()) -
     """``ray.get(refs)``; on a failure, first collect every sibling's outcome, then raise the first error.
 
     Without this, Ray prints "Unhandled error" for each sibling task that failed
-    too but whose result nobody fetched (``also``: the tasks' other returns, such
-    as the block next to its metadata), burying the one error that matters.
+    too but whose result nobody fetched, burying the one error that matters.
+    ``also[i]``: the other return of the task of ``refs[i]`` (the block next to
+    its metadata), fetched only where that task failed, so it raises at once and
+    no successful task's block is pulled into the driver.
     """
     try:
         return ray.get(list(refs))
     except Exception:
-        for ref in [*refs, *also]:
+        for i, ref in enumerate(refs):
             try:
                 ray.get(ref, timeout=30)
-            except Exception:  # noqa: BLE001, S110 - the first error is re-raised below; the rest are noise
-                pass
+            except Exception:  # noqa: BLE001 - this task failed: its other return holds the same error
+                if i < len(also):
+                    try:
+                        ray.get(also[i], timeout=30)
+                    except Exception:  # noqa: BLE001, S110 - the first error is re-raised below
+                        pass
         raise
 
 
@@ -254,23 +260,6 @@ def run_map(
     return by_reducer
 
 
-def _get_edges(pieces: PackedPieces) -> list[Any]:
-    """Every map task's row edges; on a failure, the failed tasks' tables are fetched too (they raise at once,
-    so Ray does not report their error again as unhandled), then the first error is raised."""
-    try:
-        return ray.get(list(pieces.edges))
-    except Exception:
-        for edges, table in zip(pieces.edges, pieces.tables):
-            try:
-                ray.get(edges, timeout=30)
-            except Exception:  # noqa: BLE001 - this task failed: its table holds the same error
-                try:
-                    ray.get(table, timeout=30)
-                except Exception:  # noqa: BLE001, S110 - the first error is re-raised below
-                    pass
-        raise
-
-
 def run_reduce(reduce_fn: Callable[..., Block], pieces: Pieces, ctx: DataContext, *args: Any) -> list[RefBundle]:
     """Submit ``reduce_fn(pieces, index, *args) -> block`` per partition; wait for the metadata only.
 
@@ -280,7 +269,7 @@ def run_reduce(reduce_fn: Callable[..., Block], pieces: Pieces, ctx: DataContext
     if isinstance(pieces, PackedPieces):
         # The edges come to the driver (a few bytes per piece; every reducer needs every map task
         # anyway), so that each reducer is sent only its own offsets, not every map task's edges.
-        edges = _get_edges(pieces)
+        edges = get_all(pieces.edges, also=pieces.tables)
         packed_task = _packed_reduce_task.options(max_retries=ctx.max_task_retries)
         outs = [packed_task.remote(reduce_fn, j, args, [piece_span(e, j) for e in edges], *pieces.tables)
                 for j in range(pieces.n_out)]
