@@ -74,6 +74,24 @@ def _store_used() -> int:
         return 0
 
 
+#: Seconds between two calls of a Ray benchmark.  The raylet frees objects whose last reference
+#: is gone in batches, once a second (Ray's ``free_objects_period_milliseconds``, 1,000 by
+#: default), so a call started right after another puts its blocks beside the previous call's
+#: garbage, into store pages never touched before (page faults), instead of into the freed ones:
+#: its time then depends on how long ago the previous call ended.  Waiting out one free period
+#: starts every measured call, of every contender, from the same store.  ``RAYBRIDGE_BENCH_SETTLE_S``
+#: overrides it (``0``: calls back to back, as before 2026-11-24).
+SETTLE_S = float(os.environ.get("RAYBRIDGE_BENCH_SETTLE_S", "1.2"))
+
+
+def _settle() -> None:
+    import gc
+    import time
+
+    gc.collect()
+    time.sleep(SETTLE_S)
+
+
 def _spilled_bytes() -> int:
     """Bytes the cluster's object stores have spilled to disk since they started."""
     try:
@@ -117,6 +135,8 @@ def main() -> None:
         figures = []
         spilled = None
         for call in range(args.calls):
+            if call and bench.needs_ray:
+                _settle()
             figures.append(float(run()))
             if call == 0:
                 spilled = _spilled_bytes() if bench.needs_ray else None
