@@ -60,3 +60,18 @@ def test_without_merge_a_run_replaces_the_last_results(monkeypatch, tmp_path, tw
     _run(monkeypatch, tmp_path, ["a"])
     _run(monkeypatch, tmp_path, ["b"])
     assert list(json.loads((tmp_path / "results.json").read_text())["results"]) == ["b"]
+
+
+def test_the_worker_settles_before_every_measured_call_and_only_then():
+    from integration.bench import worker
+
+    events: list[str] = []
+    figures = worker.measure(lambda: events.append("run") or float(len(events)), 3,
+                             settle=lambda: events.append("settle"), after_warmup=lambda: events.append("warm"))
+    assert events == ["run", "warm", "settle", "run", "settle", "run"]
+    assert figures == [1.0, 4.0, 6.0]
+    events.clear()
+    assert worker.measure(lambda: events.append("run") or 1.0, 2) == [1.0, 1.0]
+    assert events == ["run", "run"]
+    # Longer than Ray's default free period (1,000 ms), the reason it exists.
+    assert worker.SETTLE_S > 1.0 or "RAYBRIDGE_BENCH_SETTLE_S" in __import__("os").environ

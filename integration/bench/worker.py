@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 
 
 class PeakSampler:
@@ -84,6 +85,20 @@ def _store_used() -> int:
 SETTLE_S = float(os.environ.get("RAYBRIDGE_BENCH_SETTLE_S", "1.2"))
 
 
+def measure(run: Callable[[], float], calls: int, *, settle: Callable[[], None] | None = None,
+            after_warmup: Callable[[], object] | None = None) -> list[float]:
+    """``calls`` figures of ``run()``: ``after_warmup()`` right after the first (the warm-up), and
+    ``settle()`` before every call but the first, so no measured call starts on the previous one's heels."""
+    figures = []
+    for call in range(calls):
+        if call and settle is not None:
+            settle()
+        figures.append(float(run()))
+        if call == 0 and after_warmup is not None:
+            after_warmup()
+    return figures
+
+
 def _settle() -> None:
     import gc
     import time
@@ -132,18 +147,12 @@ def main() -> None:
                      log_to_driver=False, **bench.ray_init)
         run = bench.contenders[args.contender](args.scale)
         sampler = PeakSampler().start()
-        figures = []
-        spilled = None
-        for call in range(args.calls):
-            if call and bench.needs_ray:
-                _settle()
-            figures.append(float(run()))
-            if call == 0:
-                spilled = _spilled_bytes() if bench.needs_ray else None
-        out["figures"] = figures
-        if spilled is not None and args.calls > 1:
+        warm_spill: list[int] = []
+        out["figures"] = measure(run, args.calls, settle=_settle if bench.needs_ray else None,
+                                 after_warmup=(lambda: warm_spill.append(_spilled_bytes())) if bench.needs_ray else None)
+        if warm_spill and args.calls > 1:
             # Bytes the object store wrote to disk per measured call (the warm-up excluded).
-            out["spilled_per_call"] = (_spilled_bytes() - spilled) / (args.calls - 1)
+            out["spilled_per_call"] = (_spilled_bytes() - warm_spill[0]) / (args.calls - 1)
     except Exception as err:  # noqa: BLE001 - reported, not raised: other contenders still run
         out["error"] = f"{type(err).__name__}: {err}"
         out["traceback"] = traceback.format_exc()[-4000:]
