@@ -10,11 +10,23 @@ import ray
 _init_lock = threading.Lock()
 
 
+#: Ray's setting of how often a raylet frees the objects nothing refers to any more (its default is
+#: once a second), and the period a cluster started by :func:`ensure_ray` gets.  Until the raylet
+#: frees them, dropped blocks keep their store pages, so the next conversion's blocks go into
+#: pages never written before, each faulting on its first write: a ``from_dask`` started within a
+#: second of the previous one's end put its blocks at a fraction of the speed (measured in
+#: ``integration/bench/RESULTS.md``, "Calls one free period apart").
+FREE_OBJECTS_PERIOD_ENV = "RAY_free_objects_period_milliseconds"
+FREE_OBJECTS_PERIOD_MS = 100
+
+
 def ensure_ray() -> None:
     """Connect to Ray if nothing has yet.
 
     ``RAY_ADDRESS`` names an existing cluster; without it a local cluster is
-    started (the embedded default).  An initialised Ray is used as it is.
+    started (the embedded default), whose raylet frees dropped objects every
+    :data:`FREE_OBJECTS_PERIOD_MS` unless the environment sets
+    ``RAY_free_objects_period_milliseconds``.  An initialised Ray is used as it is.
     """
     if ray.is_initialized():
         return
@@ -22,13 +34,22 @@ def ensure_ray() -> None:
         if ray.is_initialized():
             return
         address = os.environ.get("RAY_ADDRESS")
-        ray.init(
-            address=address or None,
-            ignore_reinit_error=True,
-            include_dashboard=False,
-            log_to_driver=True,
-            configure_logging=False,
-        )
+        # The raylet a local start spawns reads its settings from the environment it inherits;
+        # the variable is set for that start only, so nothing else of this process sees it.
+        own_period = not address and FREE_OBJECTS_PERIOD_ENV not in os.environ
+        if own_period:
+            os.environ[FREE_OBJECTS_PERIOD_ENV] = str(FREE_OBJECTS_PERIOD_MS)
+        try:
+            ray.init(
+                address=address or None,
+                ignore_reinit_error=True,
+                include_dashboard=False,
+                log_to_driver=True,
+                configure_logging=False,
+            )
+        finally:
+            if own_period:
+                os.environ.pop(FREE_OBJECTS_PERIOD_ENV, None)
 
 
 def cluster_cpus() -> int:
