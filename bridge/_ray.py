@@ -35,7 +35,7 @@ def ensure_ray() -> None:
             return
         address = os.environ.get("RAY_ADDRESS")
         # The raylet a local start spawns reads its settings from the environment it inherits;
-        # the variable is set for that start only, so nothing else of this process sees it.
+        # the variable is set for that start only and removed from this process's environment after.
         own_period = not address and FREE_OBJECTS_PERIOD_ENV not in os.environ
         if own_period:
             os.environ[FREE_OBJECTS_PERIOD_ENV] = str(FREE_OBJECTS_PERIOD_MS)
