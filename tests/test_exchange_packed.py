@@ -132,8 +132,15 @@ def _boom(table):
 @pytest.mark.parametrize("packs", [True, False])
 def test_an_error_in_a_reducer_reaches_the_caller_either_way(packs, monkeypatch):
     monkeypatch.setattr(exchange, "MIN_PIECE_BYTES", 1)
-    if not packs:
-        monkeypatch.setattr(exchange, "_packs_pieces", lambda n_out, metas: False)
+    decide = exchange._packs_pieces
+    choices: list[bool] = []
+
+    def spy(n_out: int, metas) -> bool:
+        choices.append(packs and decide(n_out, metas))
+        return choices[-1]
+
+    monkeypatch.setattr(exchange, "_packs_pieces", spy)
     ds = bridge.from_arrow(_rich_table(), override_num_blocks=5).groupby("s").map_groups(_boom, batch_format="pyarrow")
     with pytest.raises(Exception, match="map_groups failed on purpose"):
         ds.materialize()
+    assert any(choices) is packs, choices  # the exchange took the path this case is about
