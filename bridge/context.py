@@ -76,6 +76,10 @@ class DataContext:
     shuffle_exchange: str = "auto"
     #: Bytes the shuffle holders may take together; ``None``: half the cluster's ``memory`` resource.
     shuffle_memory_budget: int | None = None
+    #: Seconds the holders of a finished shuffle stay up, empty, for the next one (starting a
+    #: holder is a new worker process and its imports; a shuffle per epoch finds them ready).
+    #: ``0``: stopped as each shuffle ends.
+    shuffle_holders_keepalive_s: float = 60.0
 
     _local: ClassVar[threading.local] = threading.local()
     _global: ClassVar[DataContext | None] = None

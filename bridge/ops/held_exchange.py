@@ -17,6 +17,12 @@ each holder builds its partitions with the same reduce function, so only the out
 goes to the store.  With the same seeds the output is the same, row for row, as the
 task exchange's: pieces are kept by map index and concatenated in that order.
 
+A holder is a worker process of its own, and starting one (the process, its imports)
+takes longer than most of an exchange's map tasks.  The holders of an exchange that
+finished wait, empty and with their memory handed back, for the next exchange of this
+driver (a shuffle per epoch) for ``DataContext.shuffle_holders_keepalive_s``, then stop;
+an exchange that fails or is interrupted stops its holders at once.
+
 :func:`run_exchange` picks: the task exchange while the data fits comfortably in
 the object store (it is faster there, and it can be rebuilt by lineage), the holders
 when it does not but fits in the holders' memory budget, the task exchange again
@@ -27,6 +33,9 @@ with a warning; if one dies while building its output, the error says what to ch
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -75,13 +84,32 @@ def _to_heap(block: Block) -> Block:
     return pa.ipc.open_stream(sink.getvalue()).read_all()
 
 
+def _release_memory() -> None:
+    """Hand the memory this process freed back to the system (Arrow's pool and the C heap keep it)."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 @ray.remote(num_cpus=0)
 class _Holder:
     """Holds the pieces of a contiguous range of output partitions, then reduces each one."""
 
     def __init__(self, partitions: list[int]) -> None:
+        self.start(partitions)
+
+    def start(self, partitions: list[int]) -> None:
+        """Take the partitions of a new exchange (a holder kept from the previous one is empty)."""
         self._partitions = partitions
         self._held: dict[int, dict[int, Block]] = {j: {} for j in partitions}
+
+    def rest(self) -> None:
+        """Drop anything left and give the memory back: an idle holder is a small process."""
+        self._partitions, self._held = [], {}
+        _release_memory()
 
     def add(self, tables: list[Block], runs: list[tuple[int, list[int]]]) -> int:
         """Keep rows of map tasks: ``tables[k]`` holds block ``runs[k][0]``'s rows for this holder,
@@ -132,6 +160,116 @@ def _groups(metas: Sequence[BlockMetadata], target: int) -> list[list[int]]:
         groups[-1].append(i)
         size += m.size_bytes
     return groups
+
+
+class _IdleHolders:
+    """Holders of finished exchanges, waiting for this driver's next one; stopped after a keep-alive.
+
+    Handles belong to one Ray session: after a restart of Ray the old ones are forgotten.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Any] = []
+        self._session: tuple[str, str] | None = None
+        self._generation = 0
+        self._timer: threading.Timer | None = None
+
+    @staticmethod
+    def _current_session() -> tuple[str, str]:
+        context = ray.get_runtime_context()
+        return context.get_job_id(), context.get_node_id()
+
+    def take(self, n: int) -> list[Any]:
+        """Up to ``n`` idle holders (they may have died since; :func:`_start_holders` checks)."""
+        session = self._current_session()
+        with self._lock:
+            if self._session != session:
+                self._idle, self._session = [], session
+            taken, self._idle = self._idle[:n], self._idle[n:]
+            return taken
+
+    def put(self, holders: list[Any], keepalive_s: float) -> None:
+        """Keep ``holders`` (empty, their exchange done) for ``keepalive_s`` seconds."""
+        if keepalive_s <= 0:
+            _kill(holders)
+            return
+        for holder in holders:
+            holder.rest.remote()
+        session = self._current_session()
+        with self._lock:
+            if self._session != session:
+                self._idle, self._session = [], session
+            self._idle.extend(holders)
+            excess, self._idle = self._idle[MAX_HOLDERS:], self._idle[:MAX_HOLDERS]
+            self._generation += 1
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(keepalive_s, self._expire, args=(self._generation,))
+            self._timer.name = "raybridge-shuffle-holders-keepalive"
+            self._timer.daemon = True
+            self._timer.start()
+        _kill(excess)
+
+    def _expire(self, generation: int) -> None:
+        with self._lock:
+            if generation != self._generation:  # used again since: a later timer stops them
+                return
+            idle, self._idle = self._idle, []
+        _kill(idle)
+
+    def release(self) -> int:
+        """Stop every idle holder now; returns how many there were."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            self._generation += 1
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        _kill(idle)
+        return len(idle)
+
+
+def _kill(holders: Sequence[Any]) -> None:
+    if not holders or not ray.is_initialized():  # a Ray shut down took its actors with it
+        return
+    for holder in holders:
+        try:
+            ray.kill(holder)
+        except Exception:  # noqa: BLE001 - already gone (its Ray restarted, or it died)
+            pass
+
+
+_IDLE = _IdleHolders()
+
+
+def release_idle_holders() -> int:
+    """Stop the shuffle holders kept for the next exchange (see ``DataContext.shuffle_holders_keepalive_s``).
+
+    Returns how many were stopped.  They stop by themselves after the keep-alive, and with the driver.
+    """
+    return _IDLE.release()
+
+
+def _start_holders(spans: list[tuple[int, int]]) -> list[Any]:
+    """One holder per span: idle ones first (checked alive), new ones for the rest."""
+    holder_cls: Any = _Holder  # a Ray actor class (mypy sees the plain class)
+    parts = [list(range(lo, hi)) for lo, hi in spans]
+    holders: list[Any] = _IDLE.take(len(spans))
+    # Map tasks send rows to holders from other processes, so a reused holder must have its
+    # partitions before the first map task starts; a new one gets them in its constructor.
+    try:
+        starts = [holder.start.remote(p) for holder, p in zip(holders, parts)]
+        for i, ref in enumerate(starts):
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:  # died while idle: a new one in its place
+                holders[i] = None
+    except BaseException:  # interrupted: the holders taken are nobody's now
+        _kill([h for h in holders if h is not None])
+        raise
+    return [holders[i] if i < len(holders) and holders[i] is not None
+            else holder_cls.options(scheduling_strategy="SPREAD").remote(parts[i]) for i in range(len(spans))]
 
 
 def _holder_spans(n_out: int, n_holders: int) -> list[tuple[int, int]]:
@@ -203,8 +341,8 @@ def _run_held(
     cpus = cluster_cpus()
     n_holders = max(1, min(n_out, cpus, MAX_HOLDERS))
     spans = _holder_spans(n_out, n_holders)
-    holder_cls: Any = _Holder  # a Ray actor class (mypy sees the plain class)
-    holders = [holder_cls.options(scheduling_strategy="SPREAD").remote(list(range(lo, hi))) for lo, hi in spans]
+    holders = _start_holders(spans)
+    finished = False
     task = _held_map_task.options(max_retries=ctx.max_task_retries)
     # Fewer, larger map tasks (a few blocks each, several tasks per CPU), and a bounded number
     # in flight, so that pieces travelling to the holders stay in memory.
@@ -232,10 +370,14 @@ def _run_held(
             reduce = holders[h].reduce.options(num_returns=2)
             outs += [reduce.remote(j, reduce_fn, reduce_args) for j in range(lo, hi)]
         out_metas = exchange.get_all([m for _, m in outs], also=[b for b, _ in outs])
+        finished = True
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
     finally:
-        # Killing the holders ends the map tasks still running: each fails at once on its holders' acks.
-        # No ray.cancel of them: a cancel racing the task's own completion trips a fatal check in Ray
-        # 2.60's task manager ("Check failed: it != submissible_tasks_.end()") and kills this driver.
-        for holder in holders:
-            ray.kill(holder)
+        if finished:  # every partition built and handed over: the holders are empty
+            _IDLE.put(holders, ctx.shuffle_holders_keepalive_s)
+        else:
+            # Killing the holders ends the map tasks still running: each fails at once on its holders'
+            # acks.  No ray.cancel of them: a cancel racing the task's own completion trips a fatal check
+            # in Ray 2.60's task manager ("Check failed: it != submissible_tasks_.end()") and kills this
+            # driver.
+            _kill(holders)
