@@ -78,7 +78,8 @@ class DataContext:
     shuffle_memory_budget: int | None = None
     #: Seconds the holders of a finished shuffle stay up, empty, for the next one (starting a
     #: holder is a new worker process and its imports; a shuffle per epoch finds them ready).
-    #: ``0``: stopped as each shuffle ends.
+    #: ``0``: stopped as each shuffle ends; ``float("inf")``: until
+    #: ``bridge.ops.held_exchange.release_idle_holders()`` or the driver's exit.
     shuffle_holders_keepalive_s: float = 60.0
 
     _local: ClassVar[threading.local] = threading.local()

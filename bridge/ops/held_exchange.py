@@ -17,8 +17,8 @@ each holder builds its partitions with the same reduce function, so only the out
 goes to the store.  With the same seeds the output is the same, row for row, as the
 task exchange's: pieces are kept by map index and concatenated in that order.
 
-A holder is a worker process of its own, and starting one (the process, its imports)
-takes longer than most of an exchange's map tasks.  The holders of an exchange that
+A holder is a worker process of its own: starting one is a new process and its imports,
+where a map task runs in a worker Ray already has.  The holders of an exchange that
 finished wait, empty and with their memory handed back, for the next exchange of this
 driver (a shuffle per epoch) for ``DataContext.shuffle_holders_keepalive_s``, then stop;
 an exchange that fails or is interrupted stops its holders at once.
@@ -33,8 +33,10 @@ with a warning; if one dies while building its output, the error says what to ch
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import gc
+import math
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -63,6 +65,10 @@ LARGE_PIECE_BYTES = 512 * 1024
 
 #: Default memory the holders may take together, as a fraction of the cluster's ``memory`` resource.
 MEMORY_FRACTION = 0.5
+
+#: Seconds an idle holder may take to answer the next exchange before it counts as lost
+#: (on a node that died, the call would wait until the cluster notices).
+START_TIMEOUT_S = 30.0
 
 #: Bytes of input one map task takes at least / at most (consecutive blocks are grouped).
 MIN_TASK_BYTES = 8 * 1024**2
@@ -190,9 +196,10 @@ class _IdleHolders:
             return taken
 
     def put(self, holders: list[Any], keepalive_s: float) -> None:
-        """Keep ``holders`` (empty, their exchange done) for ``keepalive_s`` seconds."""
-        if keepalive_s <= 0:
+        """Keep ``holders`` (empty, their exchange done) for ``keepalive_s`` seconds (``inf``: until released)."""
+        if not keepalive_s > 0:  # 0 (or NaN): nothing waits, nor do holders kept before
             _kill(holders)
+            self.release()
             return
         for holder in holders:
             holder.rest.remote()
@@ -205,10 +212,12 @@ class _IdleHolders:
             self._generation += 1
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = threading.Timer(keepalive_s, self._expire, args=(self._generation,))
-            self._timer.name = "raybridge-shuffle-holders-keepalive"
-            self._timer.daemon = True
-            self._timer.start()
+                self._timer = None
+            if not math.isinf(keepalive_s):
+                self._timer = threading.Timer(keepalive_s, self._expire, args=(self._generation,))
+                self._timer.name = "raybridge-shuffle-holders-keepalive"
+                self._timer.daemon = True
+                self._timer.start()
         _kill(excess)
 
     def _expire(self, generation: int) -> None:
@@ -241,6 +250,8 @@ def _kill(holders: Sequence[Any]) -> None:
 
 
 _IDLE = _IdleHolders()
+# Registered after Ray's own exit hook, so it runs first: the idle holders stop while Ray still works.
+atexit.register(_IDLE.release)
 
 
 def release_idle_holders() -> int:
@@ -251,25 +262,26 @@ def release_idle_holders() -> int:
     return _IDLE.release()
 
 
-def _start_holders(spans: list[tuple[int, int]]) -> list[Any]:
-    """One holder per span: idle ones first (checked alive), new ones for the rest."""
+def _start_holders(spans: list[tuple[int, int]], holders: list[Any]) -> None:
+    """Fill ``holders`` with one holder per span: idle ones first (checked alive), new ones for the rest.
+
+    Each holder goes into the list the moment it is the caller's, so that whatever
+    interrupts this, the caller's cleanup finds every one.
+    """
     holder_cls: Any = _Holder  # a Ray actor class (mypy sees the plain class)
     parts = [list(range(lo, hi)) for lo, hi in spans]
-    holders: list[Any] = _IDLE.take(len(spans))
+    holders += _IDLE.take(len(spans))
     # Map tasks send rows to holders from other processes, so a reused holder must have its
     # partitions before the first map task starts; a new one gets them in its constructor.
-    try:
-        starts = [holder.start.remote(p) for holder, p in zip(holders, parts)]
-        for i, ref in enumerate(starts):
-            try:
-                ray.get(ref)
-            except ray.exceptions.RayActorError:  # died while idle: a new one in its place
-                holders[i] = None
-    except BaseException:  # interrupted: the holders taken are nobody's now
-        _kill([h for h in holders if h is not None])
-        raise
-    return [holders[i] if i < len(holders) and holders[i] is not None
-            else holder_cls.options(scheduling_strategy="SPREAD").remote(parts[i]) for i in range(len(spans))]
+    starts = [holder.start.remote(p) for holder, p in zip(holders, parts)]
+    for i, ref in enumerate(starts):
+        try:
+            ray.get(ref, timeout=START_TIMEOUT_S)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):  # lost while idle
+            _kill([holders[i]])
+            holders[i] = holder_cls.options(scheduling_strategy="SPREAD").remote(parts[i])
+    for i in range(len(holders), len(spans)):
+        holders.append(holder_cls.options(scheduling_strategy="SPREAD").remote(parts[i]))
 
 
 def _holder_spans(n_out: int, n_holders: int) -> list[tuple[int, int]]:
@@ -277,6 +289,7 @@ def _holder_spans(n_out: int, n_holders: int) -> list[tuple[int, int]]:
 
 
 def _use_holders(metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext) -> bool:
+    _keepalive(ctx)  # a wrong setting says so whichever exchange runs
     mode = ctx.shuffle_exchange
     if mode not in EXCHANGES:
         raise ValueError(f"DataContext.shuffle_exchange must be one of {EXCHANGES}, got {mode!r}")
@@ -331,6 +344,16 @@ def run_exchange(
     return exchange.run_reduce(reduce_fn, pieces, ctx, *reduce_args)
 
 
+def _keepalive(ctx: DataContext) -> float:
+    value = ctx.shuffle_holders_keepalive_s
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise ValueError(
+            f"DataContext.shuffle_holders_keepalive_s must be a number of seconds >= 0, got {value!r}. "
+            "Hint: 0 stops the holders as each shuffle ends; float('inf') keeps them until "
+            "bridge.ops.held_exchange.release_idle_holders()")
+    return float(value)
+
+
 def _run_held(
     map_fn: Callable[..., list[Block]], map_args: tuple[Any, ...],
     reduce_fn: Callable[..., Block], reduce_args: tuple[Any, ...],
@@ -341,18 +364,20 @@ def _run_held(
     cpus = cluster_cpus()
     n_holders = max(1, min(n_out, cpus, MAX_HOLDERS))
     spans = _holder_spans(n_out, n_holders)
-    holders = _start_holders(spans)
+    keepalive_s = _keepalive(ctx)
+    holders: list[Any] = []
     finished = False
     task = _held_map_task.options(max_retries=ctx.max_task_retries)
     # Fewer, larger map tasks (a few blocks each, several tasks per CPU), and a bounded number
     # in flight, so that pieces travelling to the holders stay in memory.
     total = sum(m.size_bytes for m in metas)
     target = max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, total // (4 * cpus)))
-    budget = ctx.bytes_in_flight_budget()
     max_tasks = max(2, 2 * cpus)
     pending: dict[ray.ObjectRef, int] = {}
     outs: list[tuple[ray.ObjectRef, ray.ObjectRef]] = []
     try:
+        _start_holders(spans, holders)
+        budget = ctx.bytes_in_flight_budget()
         in_flight = 0
         for group in _groups(metas, target):
             size = sum(metas[i].size_bytes for i in group)
@@ -374,7 +399,7 @@ def _run_held(
         return [RefBundle([b], [m]) for (b, _), m in zip(outs, out_metas)]
     finally:
         if finished:  # every partition built and handed over: the holders are empty
-            _IDLE.put(holders, ctx.shuffle_holders_keepalive_s)
+            _IDLE.put(holders, keepalive_s)
         else:
             # Killing the holders ends the map tasks still running: each fails at once on its holders'
             # acks.  No ray.cancel of them: a cancel racing the task's own completion trips a fatal check
