@@ -181,38 +181,40 @@ class _IdleHolders:
         self._generation = 0
         self._timer: threading.Timer | None = None
 
-    @staticmethod
-    def _current_session() -> tuple[str, str]:
-        context = ray.get_runtime_context()
-        return context.get_job_id(), context.get_node_id()
+    def _follow_session(self, session: tuple[str, str]) -> None:
+        """Forget the handles of another Ray session (its actors went with it); under the lock."""
+        if self._session != session:
+            self._idle, self._session = [], session
+
+    def _stop_timer(self) -> None:
+        """Under the lock."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def take(self, n: int) -> list[Any]:
         """Up to ``n`` idle holders (they may have died since; :func:`_start_holders` checks)."""
-        session = self._current_session()
+        session = _current_session()
         with self._lock:
-            if self._session != session:
-                self._idle, self._session = [], session
+            self._follow_session(session)
             taken, self._idle = self._idle[:n], self._idle[n:]
             return taken
 
     def put(self, holders: list[Any], keepalive_s: float) -> None:
         """Keep ``holders`` (empty, their exchange done) for ``keepalive_s`` seconds (``inf``: until released)."""
-        if not keepalive_s > 0:  # 0 (or NaN): nothing waits, nor do holders kept before
+        if keepalive_s == 0:  # nothing waits, nor do holders kept before
             _kill(holders)
             self.release()
             return
         for holder in holders:
             holder.rest.remote()
-        session = self._current_session()
+        session = _current_session()
         with self._lock:
-            if self._session != session:
-                self._idle, self._session = [], session
+            self._follow_session(session)
             self._idle.extend(holders)
             excess, self._idle = self._idle[MAX_HOLDERS:], self._idle[:MAX_HOLDERS]
             self._generation += 1
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._stop_timer()
             if not math.isinf(keepalive_s):
                 self._timer = threading.Timer(keepalive_s, self._expire, args=(self._generation,))
                 self._timer.name = "raybridge-shuffle-holders-keepalive"
@@ -232,11 +234,14 @@ class _IdleHolders:
         with self._lock:
             idle, self._idle = self._idle, []
             self._generation += 1
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._stop_timer()
         _kill(idle)
         return len(idle)
+
+
+def _current_session() -> tuple[str, str]:
+    context = ray.get_runtime_context()
+    return context.get_job_id(), context.get_node_id()
 
 
 def _kill(holders: Sequence[Any]) -> None:
@@ -289,7 +294,7 @@ def _holder_spans(n_out: int, n_holders: int) -> list[tuple[int, int]]:
 
 
 def _use_holders(metas: Sequence[BlockMetadata], n_out: int, ctx: DataContext) -> bool:
-    _keepalive(ctx)  # a wrong setting says so whichever exchange runs
+    _check_keepalive(ctx)  # a wrong setting says so whichever exchange runs
     mode = ctx.shuffle_exchange
     if mode not in EXCHANGES:
         raise ValueError(f"DataContext.shuffle_exchange must be one of {EXCHANGES}, got {mode!r}")
@@ -344,14 +349,13 @@ def run_exchange(
     return exchange.run_reduce(reduce_fn, pieces, ctx, *reduce_args)
 
 
-def _keepalive(ctx: DataContext) -> float:
+def _check_keepalive(ctx: DataContext) -> None:
     value = ctx.shuffle_holders_keepalive_s
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
         raise ValueError(
             f"DataContext.shuffle_holders_keepalive_s must be a number of seconds >= 0, got {value!r}. "
             "Hint: 0 stops the holders as each shuffle ends; float('inf') keeps them until "
             "bridge.ops.held_exchange.release_idle_holders()")
-    return float(value)
 
 
 def _run_held(
@@ -364,7 +368,7 @@ def _run_held(
     cpus = cluster_cpus()
     n_holders = max(1, min(n_out, cpus, MAX_HOLDERS))
     spans = _holder_spans(n_out, n_holders)
-    keepalive_s = _keepalive(ctx)
+    keepalive_s = float(ctx.shuffle_holders_keepalive_s)  # checked by _use_holders
     holders: list[Any] = []
     finished = False
     task = _held_map_task.options(max_retries=ctx.max_task_retries)
