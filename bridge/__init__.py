@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge import _ray_arrow
 from bridge import tensor as _tensor  # noqa: F401  (registers the variable-shape tensor type)
 from bridge.compute import ActorPoolStrategy, TaskPoolStrategy
 from bridge.constructors.memory import (
@@ -47,6 +48,10 @@ from bridge.errors import (
 )
 
 __version__ = "0.1.0"
+
+# A Ray worker is connected when it first imports bridge: its blocks are pickled by
+# bridge._ray_arrow from here on.  A driver installs it when ensure_ray finds or starts Ray.
+_ray_arrow.install()
 
 
 def from_any(obj: Any, **options: Any) -> Dataset:

@@ -7,6 +7,8 @@ import threading
 
 import ray
 
+from bridge import _ray_arrow
+
 _init_lock = threading.Lock()
 
 
@@ -26,9 +28,11 @@ def ensure_ray() -> None:
     ``RAY_ADDRESS`` names an existing cluster; without it a local cluster is
     started (the embedded default), whose raylet frees dropped objects every
     :data:`FREE_OBJECTS_PERIOD_MS` unless the environment sets
-    ``RAY_free_objects_period_milliseconds``.  An initialised Ray is used as it is.
+    ``RAY_free_objects_period_milliseconds``.  An initialised Ray is used as it is.  Either way
+    blocks are then pickled by :func:`bridge._ray_arrow.reduce_table` in this process.
     """
     if ray.is_initialized():
+        _ray_arrow.install()
         return
     with _init_lock:
         if ray.is_initialized():
@@ -50,6 +54,7 @@ def ensure_ray() -> None:
         finally:
             if own_period:
                 os.environ.pop(FREE_OBJECTS_PERIOD_ENV, None)
+        _ray_arrow.install()
 
 
 def cluster_cpus() -> int:
