@@ -93,8 +93,13 @@ def reduce_table(table: pa.Table) -> tuple:
     if table.num_columns == 0:
         return table_without_columns, (table.num_rows, table.schema.metadata)
     if goes_as_ipc(table):
-        # A pa.Buffer pickles out of band: Ray copies it into the object and hands the reader a view of it.
-        return table_from_ipc, (_write_ipc(table),)
+        try:
+            buffer = _write_ipc(table)
+        except pa.ArrowNotImplementedError:  # a type this pyarrow cannot write as IPC: Ray's path takes it
+            pass
+        else:
+            # A pa.Buffer pickles out of band: Ray copies it into the object and hands the reader a view of it.
+            return table_from_ipc, (buffer,)
     if _previous is not None:
         return _previous(table)
     return table.__reduce__()

@@ -153,6 +153,18 @@ def test_a_large_table_with_a_dictionary_in_a_null_struct_goes_as_ipc() -> None:
     _round_trips(table)
 
 
+def test_a_table_ipc_cannot_write_takes_rays_path(monkeypatch) -> None:
+    def refuse(table: pa.Table) -> pa.Buffer:
+        raise pa.ArrowNotImplementedError("no IPC for this type")
+
+    monkeypatch.setattr(_ray_arrow, "_write_ipc", refuse)
+    table = pa.table({"x": pa.array([1, 2, 3])})
+    assert _ray_arrow.goes_as_ipc(table)
+    assert _ray_arrow.reduce_table(table)[0] is not _ray_arrow.table_from_ipc
+    ensure_ray()
+    assert ray.get(ray.put(table)).equals(table)
+
+
 def test_zero_column_table_keeps_its_row_count() -> None:
     table = pa.table({"x": pa.array([1, 2, 3])}, metadata={"k": "v"}).select([])
     assert table.num_columns == 0 and table.num_rows == 3  # Ray's own reducer gives this back with 0 rows
