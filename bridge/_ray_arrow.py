@@ -66,8 +66,11 @@ def goes_as_ipc(table: pa.Table) -> bool:
     return any(_has_dictionary(typ) for typ in table.schema.types if typ.num_fields or isinstance(typ, pa.BaseExtensionType))
 
 
-def _write_ipc(table: pa.Table) -> pa.Buffer:
-    # Sized first, then written once into a buffer of exactly that size: no reallocation on the way.
+def write_ipc(table: pa.Table) -> pa.Buffer:
+    """``table`` as one Arrow IPC stream in a buffer of its own (a copy: only a slice's own rows are written).
+
+    Sized first, then written once into a buffer of exactly that size: no reallocation on the way.
+    """
     size = pa.MockOutputStream()
     with pa.ipc.new_stream(size, table.schema) as writer:
         writer.write_table(table)
@@ -94,7 +97,7 @@ def reduce_table(table: pa.Table) -> tuple:
         return table_without_columns, (table.num_rows, table.schema.metadata)
     if goes_as_ipc(table):
         try:
-            buffer = _write_ipc(table)
+            buffer = write_ipc(table)
         except pa.ArrowNotImplementedError:  # a type this pyarrow cannot write as IPC: Ray's path takes it
             pass
         else:
@@ -129,4 +132,5 @@ def install() -> None:
         dispatch[pa.Table] = reduce_table
 
 
-__all__ = ["IPC_BYTES_PER_COLUMN", "goes_as_ipc", "install", "reduce_table", "table_from_ipc", "table_without_columns"]
+__all__ = ["IPC_BYTES_PER_COLUMN", "goes_as_ipc", "install", "reduce_table", "table_from_ipc", "table_without_columns",
+           "write_ipc"]

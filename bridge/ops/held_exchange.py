@@ -45,6 +45,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
+from bridge import _ray_arrow
 from bridge.block import Block, BlockMetadata
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
@@ -84,10 +85,7 @@ def _to_heap(block: Block) -> Block:
     would pin its object there.  The stream format keeps every type, extension types,
     per-chunk dictionaries and schema metadata, and writes only a slice's own rows.
     """
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, block.schema) as writer:
-        writer.write_table(block)
-    return pa.ipc.open_stream(sink.getvalue()).read_all()
+    return _ray_arrow.table_from_ipc(_ray_arrow.write_ipc(block))
 
 
 def _release_memory() -> None:
