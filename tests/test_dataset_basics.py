@@ -272,3 +272,51 @@ def test_blocks_put_from_threads_keep_their_order_and_stream():
     assert got == [0, 1, 2]
     with pytest.raises(TypeError, match="block 1"):
         bridge.from_blocks(iter([pa.table({"a": [1]}), [2]]))
+
+
+@pytest.fixture(params=["driver", "tasks"])
+def arrow_refs_path(request, monkeypatch):
+    """from_arrow_refs reads the metadata in the driver on a one-machine cluster, else in a task per table."""
+    from bridge import _ray
+    from bridge.constructors import memory
+
+    if request.param == "tasks":
+        monkeypatch.setattr(_ray, "cluster_is_this_machine", lambda: False)
+    else:
+        assert _ray.cluster_is_this_machine()  # the test session's Ray: started here, one node
+
+        class _NoTasks:
+            def remote(self, *args):
+                raise AssertionError("from_arrow_refs started a task on a one-machine cluster")
+
+        monkeypatch.setattr(memory, "_meta_of", _NoTasks())
+    return request.param
+
+
+def test_from_arrow_refs_reads_each_distinct_table_once_and_keeps_order(arrow_refs_path):
+    a = ray.put(pa.table({"x": pa.array([1, 2], pa.int16()), "s": ["p", None]}))
+    b = ray.put(pa.table({"x": pa.array([3], pa.int16()), "s": ["q"]}))
+    ds = bridge.from_arrow_refs([a, b, a])
+    assert ds.num_blocks() == 3 and ds.count() == 5
+    assert ds.schema() == pa.schema([("x", pa.int16()), ("s", pa.string())])
+    assert ds.to_arrow()["x"].to_pylist() == [1, 2, 3, 1, 2]
+    bundles = list(ds.iter_internal_ref_bundles())
+    assert [m.num_rows for b in bundles for m in b.metas] == [2, 1, 2]
+    assert [r for b in bundles for r in b.refs] == [a, b, a]
+
+
+def test_from_arrow_refs_names_the_reference_that_is_not_a_table(arrow_refs_path):
+    import pandas as pd
+
+    refs = [ray.put(pa.table({"x": [1]})), ray.put(pd.DataFrame({"x": [2]}))]
+    with pytest.raises(BridgeError, match=r"reference 1 of 2 holds a DataFrame, not a pyarrow.Table") as err:
+        bridge.from_arrow_refs(refs)
+    assert "from_pandas_refs" in str(err.value)
+
+
+def test_from_arrow_refs_rejects_a_table_passed_instead_of_a_reference():
+    from bridge.errors import BridgeTypeError
+
+    with pytest.raises(BridgeTypeError, match=r"item 1 is a Table, not a ray.ObjectRef") as err:
+        bridge.from_arrow_refs([ray.put(pa.table({"x": [1]})), pa.table({"x": [2]})])
+    assert "from_arrow" in str(err.value)

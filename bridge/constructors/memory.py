@@ -314,12 +314,54 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
     raise BridgeError(msg, "wrap scalars in numpy.asarray(...)")
 
 
-@ray.remote
-def _meta_of(block: Any) -> BlockMetadata:
+def _arrow_meta(block: Any, position: int, count: int) -> BlockMetadata:
     if not isinstance(block, pa.Table):
-        msg = f"the object reference holds a {type(block).__name__}, not a pyarrow.Table"
+        msg = (f"from_arrow_refs: reference {position} of {count} holds a {type(block).__name__}, "
+               "not a pyarrow.Table")
         raise BridgeError(msg, "use from_pandas_refs / from_numpy_refs for those types")
     return BlockMetadata.of(block)
+
+
+@ray.remote
+def _meta_of(block: Any, position: int, count: int) -> BlockMetadata:
+    return _arrow_meta(block, position, count)
+
+
+#: ``from_arrow_refs`` reads at most this many tables at once where it reads them in the driver.
+LOCAL_META_GROUP = 16
+
+
+def _arrow_ref_metas(refs: list[ray.ObjectRef]) -> list[BlockMetadata]:
+    """The metadata of the tables behind ``refs``, each distinct reference read once.
+
+    On a cluster that is this machine the driver reads them itself, a few at a time: a
+    ``ray.get`` maps a table in place, where a task per table costs a task's start and
+    scheduling (benchmark ``wide_table``).  Elsewhere a task per table reads it where it lies.
+    """
+    from bridge._ray import cluster_is_this_machine
+    from bridge.execution.lineage import get_blocks
+
+    first: dict[ray.ObjectRef, int] = {}
+    for i, ref in enumerate(refs):
+        if not isinstance(ref, ray.ObjectRef):
+            from bridge.errors import BridgeTypeError
+
+            msg = f"from_arrow_refs: item {i} is a {type(ref).__name__}, not a ray.ObjectRef"
+            raise BridgeTypeError(msg, "pass tables held in memory to from_arrow, or ray.put(table) each one")
+        first.setdefault(ref, i)
+    unique = list(first)
+    count = len(refs)
+    if cluster_is_this_machine():
+        metas: list[BlockMetadata] = []
+        while len(metas) < len(unique):
+            group = unique[len(metas):len(metas) + LOCAL_META_GROUP]
+            blocks = get_blocks(group, "FromArrowRefs")
+            metas += [_arrow_meta(b, first[r], count) for r, b in zip(group, blocks)]
+            del blocks
+    else:
+        metas = ray.get([_meta_of.remote(r, first[r], count) for r in unique])
+    found = dict(zip(unique, metas))
+    return [found[r] for r in refs]
 
 
 @ray.remote(num_returns=2)
@@ -338,6 +380,10 @@ def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
 def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
     """A Dataset over references to ``pyarrow.Table`` s already in the object store (no copy).
 
+    Each distinct table's row count, size and schema are read once: by the driver itself
+    when the Ray cluster is this machine (mapped in place, no task), else by a task where
+    the table lies.  A reference to anything but a table fails naming its position.
+
     Example:
         >>> import pyarrow as pa
         >>> import ray
@@ -348,7 +394,8 @@ def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
     from bridge._ray import ensure_ray
 
     ensure_ray()
-    metas = ray.get([_meta_of.remote(r) for r in refs])
+    refs = list(refs)
+    metas = _arrow_ref_metas(refs)
     return _materialized([RefBundle([r], [m]) for r, m in zip(refs, metas)], "FromArrowRefs")
 
 
