@@ -274,42 +274,58 @@ def test_blocks_put_from_threads_keep_their_order_and_stream():
         bridge.from_blocks(iter([pa.table({"a": [1]}), [2]]))
 
 
-@pytest.fixture(params=["driver", "tasks"])
+class _CountingTasks:
+    """Counts the metadata tasks from_arrow_refs starts (they run for real)."""
+
+    def __init__(self, task):
+        self.task, self.started = task, 0
+
+    def remote(self, *args):
+        self.started += 1
+        return self.task.remote(*args)
+
+
+@pytest.fixture(params=["driver", "tasks", "driver_then_tasks"])
 def arrow_refs_path(request, monkeypatch):
-    """from_arrow_refs reads the metadata in the driver on a one-machine cluster, else in a task per table."""
+    """from_arrow_refs reads the metadata in the driver on a one-machine cluster, else in a task per table;
+    in the driver it hands the rest to tasks once a table takes it longer than the cores' share of a task."""
     from bridge import _ray
     from bridge.constructors import memory
 
+    tasks = _CountingTasks(memory._meta_of)
+    monkeypatch.setattr(memory, "_meta_of", tasks)
     if request.param == "tasks":
         monkeypatch.setattr(_ray, "cluster_is_this_machine", lambda: False)
     else:
         assert _ray.cluster_is_this_machine()  # the test session's Ray: started here, one node
-
-        class _NoTasks:
-            def remote(self, *args):
-                raise AssertionError("from_arrow_refs started a task on a one-machine cluster")
-
-        monkeypatch.setattr(memory, "_meta_of", _NoTasks())
-    return request.param
+    if request.param == "driver_then_tasks":
+        monkeypatch.setattr(memory, "LOCAL_META_GROUP", 1)  # two groups: the switch is judged after the second
+        monkeypatch.setattr(memory, "TASK_COST_S", 0.0)  # any table takes longer than a free task
+        monkeypatch.setattr(_ray, "cluster_cpus", lambda: 4)
+    yield request.param
+    distinct = 3  # the tests below use three distinct tables
+    expected = {"driver": 0, "tasks": distinct, "driver_then_tasks": distinct - 2}[request.param]
+    assert tasks.started == expected, (request.param, tasks.started)
 
 
 def test_from_arrow_refs_reads_each_distinct_table_once_and_keeps_order(arrow_refs_path):
     a = ray.put(pa.table({"x": pa.array([1, 2], pa.int16()), "s": ["p", None]}))
     b = ray.put(pa.table({"x": pa.array([3], pa.int16()), "s": ["q"]}))
-    ds = bridge.from_arrow_refs([a, b, a])
-    assert ds.num_blocks() == 3 and ds.count() == 5
+    c = ray.put(pa.table({"x": pa.array([4, 5, 6], pa.int16()), "s": ["r", "s", "t"]}))
+    ds = bridge.from_arrow_refs([a, b, a, c])
+    assert ds.num_blocks() == 4 and ds.count() == 8
     assert ds.schema() == pa.schema([("x", pa.int16()), ("s", pa.string())])
-    assert ds.to_arrow()["x"].to_pylist() == [1, 2, 3, 1, 2]
+    assert ds.to_arrow()["x"].to_pylist() == [1, 2, 3, 1, 2, 4, 5, 6]
     bundles = list(ds.iter_internal_ref_bundles())
-    assert [m.num_rows for b in bundles for m in b.metas] == [2, 1, 2]
-    assert [r for b in bundles for r in b.refs] == [a, b, a]
+    assert [m.num_rows for b in bundles for m in b.metas] == [2, 1, 2, 3]
+    assert [r for b in bundles for r in b.refs] == [a, b, a, c]
 
 
 def test_from_arrow_refs_names_the_reference_that_is_not_a_table(arrow_refs_path):
     import pandas as pd
 
-    refs = [ray.put(pa.table({"x": [1]})), ray.put(pd.DataFrame({"x": [2]}))]
-    with pytest.raises(BridgeError, match=r"reference 1 of 2 holds a DataFrame, not a pyarrow.Table") as err:
+    refs = [ray.put(pa.table({"x": [1]})), ray.put(pa.table({"x": [2]})), ray.put(pd.DataFrame({"x": [3]}))]
+    with pytest.raises(BridgeError, match=r"reference 2 of 3 holds a DataFrame, not a pyarrow.Table") as err:
         bridge.from_arrow_refs(refs)
     assert "from_pandas_refs" in str(err.value)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -330,15 +331,24 @@ def _meta_of(block: Any, position: int, count: int) -> BlockMetadata:
 #: ``from_arrow_refs`` reads at most this many tables at once where it reads them in the driver.
 LOCAL_META_GROUP = 16
 
+#: A core's time one Ray task costs beyond its own work (submission, scheduling, the worker's side,
+#: the reply): 5-10 ms on the 2-core VM (13 tasks reading 25 MB tables: 39-43 ms; 100 tasks reading
+#: 200-column tables in Ray's format, 3.3 ms each in the driver: 0.27-0.75 s).
+TASK_COST_S = 0.01
+
 
 def _arrow_ref_metas(refs: list[ray.ObjectRef]) -> list[BlockMetadata]:
     """The metadata of the tables behind ``refs``, each distinct reference read once.
 
     On a cluster that is this machine the driver reads them itself, a few at a time: a
     ``ray.get`` maps a table in place, where a task per table costs a task's start and
-    scheduling (benchmark ``wide_table``).  Elsewhere a task per table reads it where it lies.
+    scheduling (benchmark ``wide_table``).  The driver reads one table at a time, though,
+    and the cluster's cores in parallel: once a table takes the driver longer than the
+    cores' share of it as a task would (``(cpus - 1) x per table > TASK_COST_S``: many
+    cores, or tables Ray rebuilds slowly), the rest go to tasks.  Elsewhere a task per
+    table reads it where it lies.
     """
-    from bridge._ray import cluster_is_this_machine
+    from bridge._ray import cluster_cpus, cluster_is_this_machine
     from bridge.execution.lineage import get_blocks
 
     first: dict[ray.ObjectRef, int] = {}
@@ -351,15 +361,19 @@ def _arrow_ref_metas(refs: list[ray.ObjectRef]) -> list[BlockMetadata]:
         first.setdefault(ref, i)
     unique = list(first)
     count = len(refs)
-    if cluster_is_this_machine():
-        metas: list[BlockMetadata] = []
+    metas: list[BlockMetadata] = []
+    if unique and cluster_is_this_machine():
+        spare_cpus = cluster_cpus() - 1
         while len(metas) < len(unique):
             group = unique[len(metas):len(metas) + LOCAL_META_GROUP]
+            start = time.perf_counter()
             blocks = get_blocks(group, "FromArrowRefs")
             metas += [_arrow_meta(b, first[r], count) for r, b in zip(group, blocks)]
             del blocks
-    else:
-        metas = ray.get([_meta_of.remote(r, first[r], count) for r in unique])
+            if (time.perf_counter() - start) / len(group) * spare_cpus > TASK_COST_S and len(metas) > len(group):
+                break  # judged on a group after the first (the first pays for warming up)
+    rest = unique[len(metas):]
+    metas += ray.get([_meta_of.remote(r, first[r], count) for r in rest])
     found = dict(zip(unique, metas))
     return [found[r] for r in refs]
 
