@@ -332,8 +332,7 @@ def _meta_of(block: Any, position: int, count: int) -> BlockMetadata:
 LOCAL_META_GROUP = 16
 
 #: A core's time one Ray task costs beyond its own work (submission, scheduling, the worker's side,
-#: the reply): 5-10 ms on the 2-core VM (13 tasks reading 25 MB tables: 39-43 ms; 100 tasks reading
-#: 200-column tables in Ray's format, 3.3 ms each in the driver: 0.27-0.75 s).
+#: the reply); measured in integration/bench/RESULTS.md, "from_arrow_refs without a task per reference".
 TASK_COST_S = 0.01
 
 
@@ -395,8 +394,9 @@ def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
     """A Dataset over references to ``pyarrow.Table`` s already in the object store (no copy).
 
     Each distinct table's row count, size and schema are read once: by the driver itself
-    when the Ray cluster is this machine (mapped in place, no task), else by a task where
-    the table lies.  A reference to anything but a table fails naming its position.
+    when the Ray cluster is this machine (mapped in place, no task; the rest go to tasks
+    once the cluster's cores would read them sooner), else by a task where the table
+    lies.  A reference to anything but a table fails naming its position.
 
     Example:
         >>> import pyarrow as pa
