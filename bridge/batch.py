@@ -156,7 +156,8 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
         return object_column(arr, like)
     if arr.dtype.kind in "US":
         return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
-    return pa.array(arr)
+    values = tensor.numeric_array(arr)
+    return pa.array(arr) if values is None else values
 
 
 def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:

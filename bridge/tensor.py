@@ -67,6 +67,23 @@ def is_tensor(t: pa.DataType) -> bool:
     return is_fixed_tensor(t) or is_variable_tensor(t)
 
 
+def numeric_array(arr: np.ndarray) -> pa.Array | None:
+    """A 1-D integer or float ndarray -> an Arrow array of its values, sharing its memory; ``None`` otherwise.
+
+    What ``pa.array(arr)`` makes (no nulls, NaN stays a value; a strided view is
+    copied, as there), without its question to pandas whether ``arr`` is a pandas
+    object: pyarrow imports pandas to ask, on the first ``pa.array`` call in a
+    process, which puts the import (some 0.3 s) on every fresh worker's first
+    output.
+    """
+    dtype = arr.dtype
+    if arr.ndim != 1 or dtype.kind not in "iuf" or not dtype.isnative:
+        return None
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(dtype), len(arr), [None, pa.py_buffer(arr)])
+
+
 def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
     """``(rows, *shape)`` ndarray -> ``arrow.fixed_shape_tensor`` array (no copy if contiguous)."""
     arr = np.ascontiguousarray(arr)
@@ -75,7 +92,14 @@ def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
     if arr.shape[0] == 0:
         t = pa.fixed_shape_tensor(pa.from_numpy_dtype(arr.dtype), list(arr.shape[1:]))
         return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
-    return pa.FixedShapeTensorArray.from_numpy_ndarray(arr)
+    shape = list(arr.shape[1:])
+    size = int(np.prod(shape))
+    values = numeric_array(arr.reshape(-1)) if size else None
+    if values is None:
+        return pa.FixedShapeTensorArray.from_numpy_ndarray(arr)
+    # The type pyarrow's from_numpy_ndarray gives a C-ordered array: the identity permutation spelled out.
+    t = pa.fixed_shape_tensor(values.type, shape, permutation=list(range(len(shape))))
+    return pa.ExtensionArray.from_storage(t, pa.FixedSizeListArray.from_arrays(values, size))
 
 
 def fixed_tensor_array_like(items: list[np.ndarray | None], like: pa.DataType) -> pa.ExtensionArray | None:

@@ -31,6 +31,22 @@ def test_pipeline_on_arrow_data_imports_no_framework():
     assert out.stdout.strip().splitlines()[-1:] in ([], [""]), f"the pipeline pulled in: {out.stdout.strip()}"
 
 
+def test_numpy_batches_become_blocks_without_importing_pandas():
+    """``pa.array`` imports pandas (some 0.3 s) to ask whether its input is a pandas object: a fresh worker's
+    first output -- a NumPy batch of numbers and tensors, as a model returns -- becomes a block without it,
+    and the block reads back as NumPy without it too."""
+    code = (
+        "import sys, numpy as np, bridge\n"
+        "from bridge.batch import to_block, to_numpy_batch\n"
+        "b = to_block({'id': np.arange(5), 'p': np.ones((5, 3), np.float32), 'h': np.zeros(5, np.float16),\n"
+        "              'u': np.arange(10, dtype=np.uint8)[::2], 'img': np.zeros((5, 2, 2, 3), np.uint8)})\n"
+        "to_numpy_batch(b)\n"
+        "print(b.num_rows, 'pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.split() == ["5", "False"], out.stdout + out.stderr
+
+
 def test_the_core_reaches_adapters_only_through_the_registry():
     """No module of ``bridge/`` imports the adapters (at module top or inside a function): the core finds an
     adapter by name in :mod:`bridge.registry`, which loads the module with importlib."""

@@ -102,3 +102,38 @@ def test_polars_and_duckdb_through_the_capsule():
     assert rel.fetchall()[0][0] == sum(range(100))
     back = bridge.from_any(frame)
     assert back.count() == 100 and back.schema().field("s").type == pa.large_string()
+
+
+@pytest.mark.parametrize("dtype", ["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"])
+def test_numeric_arrays_are_what_pa_array_makes(dtype):
+    """bridge.tensor.numeric_array builds what pa.array(ndarray) builds (same type and values, NaN a value and
+    not a null, the memory shared) without pa.array's pandas import; a strided view is copied, as there."""
+    from bridge.tensor import numeric_array
+
+    arr = (np.arange(10) * 3).astype(dtype)
+    if dtype.startswith("f"):
+        arr[3] = np.nan
+    for values in (arr, arr[::3], arr[:0]):
+        ours, theirs = numeric_array(values), pa.array(values)
+        assert ours.type == theirs.type and len(ours) == len(theirs) and ours.null_count == theirs.null_count == 0
+        np.testing.assert_array_equal(ours.to_numpy(), theirs.to_numpy())  # NaN where pa.array has NaN
+    ours = numeric_array(arr)
+    arr[0] = 7
+    assert ours[0].as_py() == 7  # zero-copy, as pa.array is for numbers
+    for other in (np.array([True, False]), np.array(["a"]), np.arange(4.0).reshape(2, 2),
+                  np.arange(3, dtype=">i4" if np.little_endian else "<i4")):
+        assert numeric_array(other) is None  # left to pa.array
+
+
+@pytest.mark.parametrize("shape,dtype", [((4, 3), "f8"), ((2, 3, 8, 8), "u1"), ((5, 1), "i4"), ((3, 2, 2), "f2"),
+                                         ((3, 2), "b1")])
+def test_fixed_tensor_arrays_are_what_pyarrow_makes(shape, dtype):
+    from bridge.tensor import fixed_tensor_array
+
+    arr = np.arange(int(np.prod(shape))).reshape(shape).astype(dtype)
+    ours = fixed_tensor_array(arr)
+    theirs = pa.FixedShapeTensorArray.from_numpy_ndarray(arr.astype(np.uint8) if dtype == "b1" else arr)
+    assert ours.type == theirs.type and ours.equals(theirs)
+    np.testing.assert_array_equal(ours.to_numpy_ndarray(), arr)
+    # The same type whichever way a block was made: blocks of both kinds concatenate.
+    assert pa.concat_arrays([ours, theirs]).type == ours.type
