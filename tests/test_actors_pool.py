@@ -86,6 +86,50 @@ def test_explicit_num_cpus_starts_fewer_actors_and_warns():
     assert _pool_stats(ds, "MapBatches(CountInits)")["actors_peak"] == cpus - 1
 
 
+class SlowStart:
+    """Takes a while to start, as a model does to load; writes down when it became ready."""
+
+    def __init__(self, log: str) -> None:
+        time.sleep(2.0)
+        with open(log, "a") as f:
+            f.write(f"ready {time.time()}\n")
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return batch
+
+
+def _tasks_before_first_ready(log: str) -> int:
+    events = [line.split() for line in open(log)]
+    ready = min(float(t) for kind, t in events if kind == "ready")
+    return sum(1 for kind, t in events if kind == "task" and float(t) < ready)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("fills_the_machine", [True, False], ids=["actors-fill-the-cores", "cores-to-spare"])
+def test_tasks_feeding_a_starting_pool_wait_while_its_actors_take_every_core(tmp_path, fills_the_machine):
+    """While every actor of a pool is starting (a whole core each, whatever fraction of a CPU Ray charges it),
+    the tasks feeding it run only the input of one first call per actor when nothing else is left of the
+    machine: they would only slow the actors' start, and with it the first output. With cores to spare they
+    run on as before. Either way every row comes out once, in order."""
+    cpus = _cluster_cpus()
+    log = str(tmp_path / "events")
+
+    def mark(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        with open(log, "a") as f:
+            f.write(f"task {time.time()}\n")
+        return batch
+
+    actors = cpus if fills_the_machine else 1
+    ds = bridge.range(40, override_num_blocks=40).map_batches(mark).map_batches(
+        SlowStart, concurrency=actors, num_cpus=0.5, fn_constructor_kwargs={"log": log})
+    assert [r["id"] for r in ds.take_all()] == list(range(40))
+    early = _tasks_before_first_ready(log)
+    if fills_the_machine:
+        assert 1 <= early <= actors  # one first call's input per starting actor, then they wait
+    else:
+        assert early > actors + 1  # one actor leaves cores free: the tasks ran while it started
+
+
 class Slow:
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         time.sleep(0.15)

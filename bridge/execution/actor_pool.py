@@ -105,6 +105,21 @@ class ActorPoolOp(PhysicalOp):
             items = self.cutter.finish(keep_schema=self._nothing_dispatched_yet())
             self._pending.extend((next(self._counter), item) for item in items)
 
+    def starting_cores(self) -> float:
+        """While none of the pool's actors is ready: a whole core at least for each, whatever its ``num_cpus``.
+
+        A starting actor imports its libraries and builds its model (torch alone takes a core for over a
+        second); Ray charges it only the ``num_cpus`` it asked for, often a fraction. 0 once one is ready.
+        """
+        actors = self.pool.actors.values()
+        if not actors or any(a.ready for a in actors):
+            return 0.0
+        return len(actors) * max(self.pool.num_cpus, 1.0)
+
+    def first_calls_unfed(self) -> int:
+        """One call per starting actor: those the queued input does not cover yet."""
+        return max(len(self.pool.actors) - len(self._pending) - len(self._retry), 0)
+
     def _nothing_dispatched_yet(self) -> bool:
         return not self._pending and not self._running and self.stats.num_tasks == 0 and not self._done
 

@@ -90,6 +90,19 @@ class PhysicalOp:
     def pending_input_bytes(self) -> int:
         return 0
 
+    # -- an actor pool's cold start (see StreamingExecutor._held_for_cold_start)
+    def starting_cores(self) -> float:
+        """Cores this operator's workers take while it cannot run anything yet (an actor pool starting)."""
+        return 0.0
+
+    def first_calls_unfed(self) -> int:
+        """While :meth:`starting_cores` is above 0: the first calls no queued input feeds yet."""
+        return 0
+
+    def task_cores(self) -> float:
+        """Cores one task of this operator is charged when tasks share the machine with starting actors."""
+        return 0.0
+
     # -- outputs
     def has_output(self) -> bool:
         return bool(self._out)
@@ -218,6 +231,10 @@ class MapOp(PhysicalOp):
 
     def pending_input_bytes(self) -> int:
         return sum(item.size_bytes for _, item in self._pending if isinstance(item, RefBundle))
+
+    def task_cores(self) -> float:
+        # Ray's own default for a task is one CPU; a task uses at least a core while it runs.
+        return max(float(self.remote_args.get("num_cpus", 1) or 0), 1.0)
 
     def dispatch(self) -> None:
         index, item = self._pending.popleft()

@@ -98,6 +98,7 @@ class StreamingExecutor:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self.budget = ctx.bytes_in_flight_budget()
+        self._cpus: int | None = None  # the cluster's, asked once an actor pool starts cold
         self._bars = ProgressBars(ops, ctx.enable_progress_bars, budget=self.budget)
         self._finished = False
         self._shutdown_lock = threading.Lock()
@@ -261,10 +262,38 @@ class StreamingExecutor:
                 dep.abort()
             self._abort_upstream(dep)
 
+    def _held_for_cold_start(self, op: PhysicalOp) -> bool:
+        """Whether ``op``'s next task waits for the actor pools it feeds to have a ready actor.
+
+        While every actor of a pool is still starting, nothing downstream of it can move, and on a
+        machine with few cores the tasks upstream of it only take the cores its actors need to start
+        (the first output waits for an actor, not for more input).  So while the pools ``op`` feeds
+        are all starting, ``op`` runs no more tasks than the cores the starting actors leave free
+        (each actor counted as a whole core at least: :meth:`PhysicalOp.starting_cores`) -- except
+        those needed for one first call per starting actor.  A machine with cores to spare runs
+        ``op`` as before; the hold ends when one actor is ready.
+        """
+        cores = op.task_cores()
+        consumers = [down for down, _ in self._downstream[id(op)]]
+        if not cores or not consumers:
+            return False
+        starting = [down.starting_cores() for down in consumers]
+        if not all(starting):
+            return False
+        if self._cpus is None:
+            from bridge._ray import cluster_cpus
+
+            self._cpus = cluster_cpus()
+        if (op.num_running() + 1) * cores <= self._cpus - sum(starting):
+            return False
+        return op.num_running() >= max(down.first_calls_unfed() for down in consumers)
+
     def _dispatch(self) -> None:
         # Downstream first: finishing work in flight frees memory before sources add more.
         for op in reversed(self.ops):
             while op.can_dispatch():
+                if self._held_for_cold_start(op):
+                    break
                 if op.is_source():
                     busy = self._in_flight_bytes()
                     if busy > 0 and busy >= self.budget:
