@@ -1,7 +1,9 @@
 """The streaming executor: runs a DAG of physical operators on Ray, bounded in memory.
 
 A background thread loops: move finished bundles downstream, start tasks where
-inputs wait and the byte budget allows, and wait briefly on running tasks.
+inputs wait and the byte budget allows (and, while an actor pool is starting on a
+machine its actors fill, only what its first calls need), and wait briefly on
+running tasks.
 The last operator's bundles go to a queue the consumer reads from; bytes sitting
 in that queue count against the budget, so a slow consumer slows the sources
 instead of filling the object store.
