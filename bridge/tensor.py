@@ -73,8 +73,8 @@ def numeric_array(arr: np.ndarray) -> pa.Array | None:
     What ``pa.array(arr)`` makes (no nulls, NaN stays a value; a strided view is
     copied, as there), without its question to pandas whether ``arr`` is a pandas
     object: pyarrow imports pandas to ask, on the first ``pa.array`` call in a
-    process, which puts the import (some 0.3 s) on every fresh worker's first
-    output.
+    process, which puts that import on every fresh worker's first output
+    (measured in ``integration/bench/RESULTS.md``, "An actor pool's first output").
     """
     dtype = arr.dtype
     if arr.ndim != 1 or dtype.kind not in "iuf" or not dtype.isnative:

@@ -108,8 +108,8 @@ class ActorPoolOp(PhysicalOp):
     def starting_cores(self) -> float:
         """While none of the pool's actors is ready: a whole core at least for each, whatever its ``num_cpus``.
 
-        A starting actor imports its libraries and builds its model (torch alone takes a core for over a
-        second); Ray charges it only the ``num_cpus`` it asked for, often a fraction. 0 once one is ready.
+        A starting actor imports its libraries and builds its model, on a core of its own; Ray charges it
+        only the ``num_cpus`` it asked for, often a fraction. 0 once one is ready.
         """
         actors = self.pool.actors.values()
         if not actors or any(a.ready for a in actors):
