@@ -85,11 +85,40 @@ def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":
-        values = np.asarray(col.value).astype(spec.dtype.as_numpy_dtype, copy=False)
+        values = _fitted(np.asarray(col.value), spec.dtype.as_numpy_dtype, name)
         return tf.RaggedTensor.from_row_lengths(values, col.row_lengths)
     if col.kind == "strings":
         return np.asarray(col.value, dtype=object)
-    return col.value
+    value = col.value
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and spec.dtype != tf.string:
+        return _fitted(value, spec.dtype.as_numpy_dtype, name)
+    return value
+
+
+def _fitted(values: np.ndarray, want: Any, name: str) -> np.ndarray:
+    """``values`` as the signature's dtype, which came from the first block's schema; a later block (or a
+    function's output) may hold another type: cast where every value stays what it is, else raise
+    (tf.data would cast it unchecked: 2**40 into int32 gives 0, 1e300 into float32 inf)."""
+    want = np.dtype(want)
+    if values.dtype == want:
+        return values
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = values.astype(want)
+        back = cast.astype(values.dtype)
+    same = back == values
+    if values.dtype.kind == "f":
+        same |= np.isnan(values) & np.isnan(back)
+    if not same.all():
+        from bridge.errors import SchemaMismatchError
+
+        at = int(np.flatnonzero(~same.reshape(-1))[0])
+        bad, got = values.reshape(-1)[at].item(), cast.reshape(-1)[at].item()
+        msg = (f"to_tf: column {name!r} holds {values.dtype} values in this batch, but its tf signature (from the "
+               f"Dataset's schema, its first block) is {want}: {bad!r} would become {got!r}")
+        raise SchemaMismatchError(msg, f"cast the column to one type first, e.g. ds.map_batches(lambda t: "
+                                       f"t.set_column(t.schema.get_field_index({name!r}), {name!r}, "
+                                       f"t[{name!r}].cast('{np.dtype(values.dtype).name}')), batch_format='pyarrow')")
+    return cast
 
 
 def _null_counts(table: pa.Table) -> dict[str, Any]:

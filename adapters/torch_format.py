@@ -23,8 +23,12 @@ variable-shape tensor         a list of tensors, one per row (``None`` for a nul
 ============================  =================================================================
 
 ``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.
-Tensors made on the CPU share memory with the Arrow buffers where no cast or
-concatenation was needed; treat them as read-only.  A run of up to 16 batches
+Tensors made on the CPU own their memory: where a column's tensor would be a
+view of the block's Arrow buffers (in a block read from Ray's object store, the
+store's memory), it is copied, so that an in-place change to a batch
+(``batch["x"].sub_(mean)``) cannot change the Dataset for a later epoch or
+reader.  ``iter_torch_batches(zero_copy=True)`` skips that copy: the tensors are
+then views of the store, to be treated as read-only.  A run of up to 16 batches
 is converted (and copied to the device) at once and each batch is a view of
 it (``bridge/iteration/block_format.py``), so a batch kept alive keeps its run.
 
@@ -64,27 +68,57 @@ def _dtype_for(dtypes: Any, name: str) -> Any:
     return dtypes
 
 
-def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any) -> Any:
-    """One ndarray -> a tensor sharing its memory where no cast is needed (warnings silenced by the caller)."""
+def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any, own: bool = False) -> Any:
+    """One ndarray -> a tensor (warnings silenced by the caller).
+
+    ``own``: the tensor never shares memory with Arrow's buffers (which, for a block read from Ray's
+    object store, are the store's memory: an in-place change to the tensor would change the Dataset
+    for every later reader).  A read-only array is such a view and is copied; a writable one was made
+    for this call (a cast, a concatenation) and is used as it is.  Without ``own`` no copy is made
+    where no cast is needed.
+    """
     np_dtype = arr.dtype
     if np_dtype.kind == "u" and np_dtype.itemsize > 1:
-        if np_dtype.itemsize == 8 and dtype is None:
-            from bridge.errors import UnsupportedTypeError
-
-            msg = f"torch: column {name!r} is uint64, which torch cannot hold without risking overflow"
-            hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit) or cast the column to int64 "
-                    "or float64 before exporting")
-            raise UnsupportedTypeError(msg, hint)
-        arr = arr.astype(np.int64)
+        if np_dtype.itemsize == 8:
+            arr = _uint64_for(name, arr, dtype, torch)
+        else:
+            arr = arr.astype(np.int64)
     t = torch.from_numpy(arr) if type(arr) is np.ndarray and np_dtype.kind != "O" else torch.as_tensor(arr)
-    return t.to(dtype) if dtype is not None and t.dtype != dtype else t
+    if dtype is not None and t.dtype != dtype:
+        return t.to(dtype)
+    if own and type(arr) is np.ndarray and not arr.flags.writeable:
+        from bridge.tensor import pooled_empty
+
+        mine = pooled_empty(arr.shape, arr.dtype)
+        np.copyto(mine, arr)
+        return torch.from_numpy(mine)
+    return t
 
 
-def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) -> dict[str, Any]:
+def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarray:
+    """A uint64 column as the array ``dtypes`` casts from: float64 for a float dtype, else int64 (checked)."""
+    from bridge.errors import UnsupportedTypeError
+
+    if dtype is None:
+        msg = f"torch: column {name!r} is uint64, which torch cannot hold without risking overflow"
+        hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit) or {{{name!r}: torch.float64}}, or "
+                "cast the column to int64 or float64 before exporting")
+        raise UnsupportedTypeError(msg, hint)
+    if getattr(dtype, "is_floating_point", False):
+        return arr.astype(np.float64)
+    top = int(arr.max()) if arr.size else 0
+    if top > np.iinfo(np.int64).max:
+        msg = f"torch: column {name!r} (uint64) holds {top}, above int64's largest value; dtypes={dtype} would wrap it"
+        raise UnsupportedTypeError(msg, f"pass dtypes={{{name!r}: torch.float64}} or keep the values below 2**63")
+    return arr.astype(np.int64)
+
+
+def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, own: bool = False) -> dict[str, Any]:
     """One Arrow table -> ``{column: tensor | list}`` by the rules of the module docstring.
 
     Run once per run of batches (see ``bridge/iteration/block_format.py``); the
-    batches are then slices of these tensors.
+    batches are then slices of these tensors.  ``own``: no tensor shares memory
+    with the block's buffers (see :func:`_dense_to_tensor`).
     """
     from .training_columns import training_column
 
@@ -99,15 +133,15 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None) ->
             name = col.name
             dtype = _dtype_for(dtypes, name)
             if col.kind == "dense":
-                out[name] = _dense_to_tensor(torch, name, col.value, dtype)
+                out[name] = _dense_to_tensor(torch, name, col.value, dtype, own)
             elif col.kind == "strings":
                 out[name] = col.value
             elif col.kind == "ragged":
                 assert col.row_lengths is not None
-                flat = _dense_to_tensor(torch, name, col.value, dtype)
+                flat = _dense_to_tensor(torch, name, col.value, dtype, own)
                 out[name] = list(torch.split(flat, col.row_lengths.tolist()))
             else:
-                out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype) for a in col.value]
+                out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype, own) for a in col.value]
     return out
 
 
@@ -193,8 +227,13 @@ def cuda_handoff(device: Any, copy_stream: Any = None) -> Callable[[Any], Any]:
 
 
 def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Callable[..., Any] | None = None,
-                   pin_memory: bool | None = None, fill_nulls: Any = None) -> Callable[[Any], Any]:
+                   pin_memory: bool | None = None, fill_nulls: Any = None,
+                   zero_copy: bool = False) -> Callable[[Any], Any]:
     """The conversion run on the iterator's background thread (callable on one Arrow table too).
+
+    On the CPU each run's tensors own their memory (one copy of what would otherwise be a view of
+    the object store, see :func:`_dense_to_tensor`), unless ``zero_copy``: then they are views of it,
+    and an in-place change to a batch changes the Dataset for every later reader.
 
     Without ``collate_fn`` it is a :class:`~bridge.iteration.block_format.BlockFormat`:
     each run of batches becomes tensors once (and goes to the device once, on
@@ -232,8 +271,10 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
         return moved
 
     if collate_fn is None:
-        return BlockFormat(lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls)),
-                           split=_split_rows, handoff=handoff)
+        own = dev.type == "cpu" and not zero_copy  # (a device copy is the batch's own memory anyway)
+        return BlockFormat(
+            lambda block: to_device(block_to_torch(block, dtypes=dtypes, fill_nulls=fill_nulls, own=own)),
+            split=_split_rows, handoff=handoff)
 
     def collate(block: Any) -> Any:
         from bridge.batch import to_numpy_batch
@@ -256,13 +297,16 @@ def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Cal
     """
     torch = _torch()
     dev = _resolve_device(device or "cpu")
+    # On the CPU the user's function gets tensors of its own: an in-place change must not reach the
+    # input block in the object store (another reader's data). A GPU batch is a copy anyway.
+    own = dev.type == "cpu"
 
     def host(pieces: Any) -> Any:
         """A block, or a list of blocks (one batch's pieces): ``{column: tensor}`` on the host."""
         if not isinstance(pieces, list):
-            return block_to_torch(pieces)
+            return block_to_torch(pieces, own=own)
         if len(pieces) == 1:
-            return block_to_torch(pieces[0])
+            return block_to_torch(pieces[0], own=own)
         parts = [block_to_torch(p) for p in pieces]
         out: dict[str, Any] = {}
         for name in parts[0]:
@@ -273,7 +317,7 @@ def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Cal
                 buf = torch.empty(shape, dtype=values[0].dtype, pin_memory=dev.type == "cuda")
                 out[name] = torch.cat(values, out=buf)
             else:
-                out[name] = [x for v in values for x in v]
+                out[name] = [x.clone() if own and isinstance(x, torch.Tensor) else x for v in values for x in v]
         return out
 
     if dev.type != "cuda":
@@ -290,7 +334,7 @@ def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Cal
     return convert, cuda_handoff(dev)
 
 
-_FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls")
+_FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls", "zero_copy")
 
 
 def torch_batch_stream(run: Callable[[Callable[[Any], Any], dict[str, Any]], Iterator[Any]],

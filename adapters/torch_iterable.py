@@ -15,12 +15,17 @@ names the same class.
   for all ranks instead.
 * **DataLoader workers.** With ``num_workers=k`` the creating process feeds
   batch ``i`` to worker ``i % k`` (:mod:`raybridge_adapters.worker_feed`): every row
-  exactly once, in the same order as ``num_workers=0``, converted in parallel.
-  Use ``DataLoader(tds, batch_size=None)`` when ``batch_size`` is set here.
+  exactly once, converted in parallel; with ``batch_size`` set here (and
+  ``DataLoader(tds, batch_size=None)``) in the same order as ``num_workers=0``.  Rows
+  (``batch_size=None``) go to the workers in chunks of 1,024, which the DataLoader
+  interleaves: every row once, not in order.  A loop that stops early and
+  iterates again starts that epoch again (its rows may come twice, none is lost):
+  the feed runs ahead of the loop, so where the loop stopped is not known.
 * **Length.** ``len()`` is this rank's batches (or rows when ``batch_size=None``).
 * **Resume.** ``state_dict()`` / ``load_state_dict()`` hold ``epoch``, ``seed`` and
   ``rows_consumed`` (this rank's).  With ``num_workers > 0`` pass the number of
-  batches the loop consumed: ``state_dict(batches_consumed=i)``.
+  batches the loop consumed in its current epoch: ``state_dict(batches_consumed=i)``
+  (rows, ``batch_size=None``, cannot resume exactly with workers: an error says so).
 """
 
 from __future__ import annotations
@@ -69,19 +74,21 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
                  collate_fn: Any = None, pin_memory: bool | None = None, fill_nulls: Any = None,
                  drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                  local_shuffle_seed: int | None = None, prefetch_batches: int = 1, rank: int | None = None,
-                 world_size: int | None = None, seed: int | None = None, equal: bool = True) -> None:
+                 world_size: int | None = None, seed: int | None = None, equal: bool = True,
+                 zero_copy: bool = False) -> None:
         from .torch_format import make_formatter
 
         self._ds = ds
         self.batch_size = batch_size
         self.drop_last = drop_last
         self._fmt_kw = dict(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
-                            fill_nulls=fill_nulls)
+                            fill_nulls=fill_nulls, zero_copy=zero_copy)
         make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
         # Arrow batches of batch_size rows (or _ROW_CHUNK-row pieces of the stream when batch_size is None).
         self._options = BatchOptions(
             batch_size=batch_size or _ROW_CHUNK, batch_format="pyarrow", prefetch_batches=prefetch_batches,
-            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+            drop_last=drop_last and batch_size is not None,  # (rows: no short batch to drop)
+            local_shuffle_buffer_size=local_shuffle_buffer_size,
             local_shuffle_seed=local_shuffle_seed)
         self.rank, self.world_size = _rank_world(rank, world_size, torch)
         if seed is None:
@@ -89,6 +96,9 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self.seed = int(seed)
         self.epoch = 0
         self.rows_consumed = 0
+        #: (epoch, rows_consumed) where the latest pass began, and whether it fed rows to workers.
+        self._round: tuple[int, int] | None = None
+        self._rows_to_workers = False
         total = ds.count()
         per, extra = divmod(total, self.world_size)
         if equal:
@@ -127,18 +137,30 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
 
     def set_epoch(self, epoch: int) -> None:
         """Start the next iteration at ``epoch`` (like ``DistributedSampler.set_epoch``)."""
-        self.epoch, self.rows_consumed = int(epoch), 0
+        self.epoch, self.rows_consumed, self._round = int(epoch), 0, None
 
     def state_dict(self, batches_consumed: int | None = None) -> dict[str, Any]:
-        rows = self.rows_consumed
-        if batches_consumed is not None:
-            rows = min(batches_consumed * (self.batch_size or 1), self.num_rows())
-        return {"epoch": self.epoch, "seed": self.seed, "rows_consumed": rows}
+        """``epoch``, ``seed`` and ``rows_consumed``; with DataLoader workers pass ``batches_consumed``,
+        the batches the loop took in the epoch it is in (the feed runs ahead of the loop)."""
+        if batches_consumed is None:
+            return {"epoch": self.epoch, "seed": self.seed, "rows_consumed": self.rows_consumed}
+        if self._rows_to_workers:
+            from bridge.errors import BridgeError
+
+            msg = ("to_torch(batch_size=None).state_dict(batches_consumed=...): DataLoader workers interleave "
+                   "the rows of their chunks, so no count of batches names the rows consumed")
+            raise BridgeError(msg, "set to_torch(batch_size=B) and DataLoader(batch_size=None) to resume exactly")
+        epoch, start = self._round if self._round is not None else (self.epoch, self.rows_consumed)
+        rows = start + batches_consumed * (self.batch_size or 1)
+        if rows >= self.num_rows():
+            epoch, rows = epoch + 1, 0
+        return {"epoch": epoch, "seed": self.seed, "rows_consumed": rows}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         check_state(state, "to_torch().load_state_dict")
         self.epoch, self.seed = int(state["epoch"]), int(state["seed"])
         self.rows_consumed = int(state["rows_consumed"])
+        self._round, self._rows_to_workers = None, False
 
     # -------------------------------------------------------------- iteration
     def _batch_iterator(self, formatter: Any) -> BatchIterator:
@@ -148,11 +170,15 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         return it
 
     def _epoch_tables(self, _round: int) -> Iterator[Any]:
-        """In the creating process: one epoch of Arrow batches for the DataLoader workers."""
-        it = self._batch_iterator(None)
-        for table in it:
-            yield table
-            self.rows_consumed = it.rows_consumed - self.start
+        """In the creating process: one epoch of Arrow batches for the DataLoader workers.
+
+        The position advances only when the epoch was sent to the end: what the feed sent is not
+        what the loop consumed (the workers and the DataLoader hold batches in flight), so a loop
+        that stops early and iterates again starts that epoch again from where this round began
+        (rows may come twice, none is lost), and ``state_dict(batches_consumed=i)`` counts from there.
+        """
+        self._round, self._rows_to_workers = (self.epoch, self.rows_consumed), self.batch_size is None
+        yield from self._batch_iterator(None)
         self.epoch, self.rows_consumed = self.epoch + 1, 0
 
     def __iter__(self) -> Iterator[Any]:
@@ -160,13 +186,15 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
 
         info = torch.utils.data.get_worker_info()
         if info is not None and os.getpid() != self._owner_pid:
-            fmt = make_formatter(**{**self._fmt_kw, "device": "cpu"})
+            # The tables came over the feed's socket: this process's own memory, nothing to copy.
+            fmt = make_formatter(**{**self._fmt_kw, "device": "cpu", "zero_copy": True})
             self._calls += 1
             token = (info.seed - info.id, self._calls)
             tables = worker_batches(*self._feed_addr, token, info.id, info.num_workers)
             yield from self._emit(fmt(t) for t in tables)
             return
         it = self._batch_iterator(make_formatter(**self._fmt_kw))
+        self._round, self._rows_to_workers = (self.epoch, self.rows_consumed), False
         if self.batch_size is not None:
             for batch in it:
                 self.rows_consumed = it.rows_consumed - self.start

@@ -29,6 +29,7 @@ column and type in a process).
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from typing import Any
 
@@ -65,10 +66,29 @@ def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> p
                 f"with ds.filter(expr=pc.field({name!r}).is_valid())")
         raise UnsupportedTypeError(msg, hint)
     try:
-        return pc.fill_null(col, pa.scalar(value, type=col.type) if not pa.types.is_dictionary(col.type) else value)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        fill = value if pa.types.is_dictionary(col.type) else _exact_scalar(value, col.type)
+        return pc.fill_null(col, fill)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, ValueError) as err:
         msg = f"{framework}: cannot fill the nulls of column {name!r} ({col.type}) with {value!r}: {err}"
-        raise UnsupportedTypeError(msg, "pass a fill value of the column's type") from err
+        raise UnsupportedTypeError(msg, "pass a fill value of the column's type that it holds exactly") from err
+
+
+def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:
+    """``value`` as a scalar of type ``t``, or ``ValueError`` where it would become another number
+    (``pa.scalar(2.9, pa.int64())`` truncates to 2, ``pa.scalar(1e40, pa.float32())`` is inf); a float
+    column takes its nearest value (0.1 in float32), as any float written to it would."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        return pa.scalar(value, type=t)
+    scalar = pa.scalar(value, type=t)
+    back = scalar.as_py()
+    if pa.types.is_floating(t):
+        changed = math.isinf(back) and not math.isinf(value)
+    else:
+        changed = back != value
+    if changed:
+        raise ValueError(f"as {t} it would be {back!r}")
+    return scalar
 
 
 def _int64_meaning(t: pa.DataType) -> tuple[str, str]:

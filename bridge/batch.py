@@ -75,6 +75,10 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
     if tensor.is_tensor(col.type):
         return tensor.tensor_to_numpy(col)
+    if pa.types.is_dictionary(col.type):
+        # Decoded first, so the values follow their own type's rules below (NumPy has no dictionary;
+        # pyarrow's to_numpy of a dictionary of ints with nulls would give floats).
+        col = pc.cast(col, col.type.value_type)
     if isinstance(col, pa.ChunkedArray):
         if col.num_chunks == 1:
             col = col.chunk(0)
@@ -93,8 +97,6 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
             out = values.astype(object)
             out[col.is_null().to_numpy(zero_copy_only=False)] = None
             return out
-    if pa.types.is_dictionary(t):
-        col = col.cast(t.value_type) if not isinstance(col, pa.ChunkedArray) else pc.cast(col, t.value_type)
     if pa.types.is_time64(t) and t.unit == "ns":
         # datetime.time has no nanoseconds: the time since midnight as timedelta64[ns] instead.
         ints = pc.cast(col, pa.int64()).to_numpy(zero_copy_only=False) if not col.null_count else None
@@ -112,14 +114,35 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         # become object arrays holding None instead, so nothing changes on the way back.
         out = np.empty(len(col), dtype=object)
         for i, row in enumerate(col.to_pylist()):
-            out[i] = None if row is None else np.array(row, dtype=object)
+            out[i] = None if row is None else _object_row(row)
         return out
     return col.to_numpy(zero_copy_only=False)
 
 
+def _object_row(values: list[Any]) -> np.ndarray:
+    """A 1-D object array of ``values`` as they are (``np.array`` would make nested lists a 2-D array)."""
+    out = np.empty(len(values), dtype=object)
+    for j, v in enumerate(values):
+        out[j] = v
+    return out
+
+
 def _inner_nulls(col: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether a null lies anywhere below the rows of a list-like column, at any depth (structs' fields too)."""
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    return any(c.flatten().null_count for c in chunks)
+    return any(_nulls_below(c) for c in chunks)
+
+
+def _nulls_below(arr: pa.Array) -> bool:
+    t = arr.type
+    if is_list_like(t) or pa.types.is_map(t):
+        inner = arr.flatten()  # a map's entries: a struct of key and item
+        return bool(inner.null_count) or _nulls_below(inner)
+    if pa.types.is_struct(t):
+        return any(f.null_count or _nulls_below(f) for f in arr.flatten())
+    if pa.types.is_dictionary(t):
+        return bool(arr.dictionary.null_count) or _nulls_below(arr.dictionary)
+    return False
 
 
 def to_numpy_batch(block: Block) -> dict[str, np.ndarray]:
@@ -150,6 +173,13 @@ class BatchTypeError(TypeError):
 
 
 def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Array:
+    if isinstance(arr, np.ma.MaskedArray):
+        if arr.ndim == 1 or not np.ma.getmask(arr).any():
+            # A masked element is a null (pa.array reads the mask); a tensor with none masked is its data.
+            return pa.array(arr) if arr.ndim == 1 else tensor.fixed_tensor_array(np.ma.getdata(arr))
+        masked = int(np.ma.getmaskarray(arr).sum())
+        raise BatchTypeError(f"an n-d masked array with {masked} masked element(s) cannot become a tensor column "
+                             "(a tensor element cannot be null): fill them first, e.g. arr.filled(0)")
     if arr.ndim >= 2:
         return tensor.fixed_tensor_array(arr)
     if arr.dtype == object:
@@ -190,7 +220,8 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         return pc.cast(pc.cast(col, pa.int64()), like)
     restorable = (
         (pa.types.is_timestamp(like) and pa.types.is_timestamp(t) and like.tz and not t.tz)
-        or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t) and like.value_type in (t, pa.string()))
+        or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t)
+            and (like.value_type == t or (_stringy(like.value_type) and _stringy(t))))
         or (pa.types.is_dictionary(like) and pa.types.is_dictionary(t) and like.value_type == t.value_type)
         or (pa.types.is_fixed_size_binary(like) and pa.types.is_binary(t))
         or (pa.types.is_decimal(like) and (pa.types.is_decimal(t) or pa.types.is_null(t)))
@@ -214,6 +245,10 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         return pc.cast(col, like, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return col
+
+
+def _stringy(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array | pa.ChunkedArray:
@@ -253,9 +288,9 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
         return pa.Table.from_arrays(columns, names=[str(k) for k in names])
     mod = type(batch).__module__
     if mod.startswith("pandas") and hasattr(batch, "columns"):
-        from bridge.pandas_types import pandas_to_block
+        from bridge.pandas_types import keeps_index, pandas_to_block
 
-        return restore_types(pandas_to_block(batch, like), like)
+        return restore_types(pandas_to_block(batch, like, preserve_index=keeps_index(batch, like)), like)
     if hasattr(batch, "__arrow_c_stream__"):
         return normalize_types(pa.table(batch))
     msg = (
@@ -286,7 +321,7 @@ def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         try:
             return to_block(df.reset_index(drop=default))
-        except BatchTypeError:
+        except (BatchTypeError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass
         from bridge.errors import BridgeError
 

@@ -121,6 +121,31 @@ def map_child_types(t: pa.DataType, fn: Callable[[pa.DataType], pa.DataType]) ->
     return t
 
 
+def rounds_on_promotion(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether Arrow's permissive promotion of ``a`` with ``b`` rounds values without a check: a decimal
+    with a float (anywhere inside lists and structs).  Other promotions either keep every value or
+    fail on one that would change (an int above 2**53 to float, a negative int to uint)."""
+    if pa.types.is_decimal(a) or pa.types.is_decimal(b):
+        return pa.types.is_floating(a) or pa.types.is_floating(b)
+    if _list_kind(a) and _list_kind(b):
+        return rounds_on_promotion(a.value_type, b.value_type)
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        theirs = {b.field(i).name: b.field(i).type for i in range(b.num_fields)}
+        return any(rounds_on_promotion(a.field(i).type, theirs[a.field(i).name])
+                   for i in range(a.num_fields) if a.field(i).name in theirs)
+    return False
+
+
+def _list_kind(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def tail(block: Block, offset: int) -> Block:
+    """The rows of ``block`` from ``offset`` on (zero-copy).  Not ``block.slice(offset)``: pyarrow's
+    one-argument slice of a table without columns keeps every row."""
+    return block.slice(offset, max(block.num_rows - offset, 0))
+
+
 def concat_blocks(blocks: Iterable[Block]) -> Block:
     """Concatenate blocks, unifying schemas (null -> typed, int widening) where Arrow can."""
     blocks = [b for b in blocks]
@@ -128,12 +153,24 @@ def concat_blocks(blocks: Iterable[Block]) -> Block:
         return pa.table({})
     if len(blocks) == 1:
         return blocks[0]
-    nonempty = [b for b in blocks if b.num_columns > 0] or blocks[:1]
+    if all(b.num_columns == 0 for b in blocks):
+        # Rows without columns (select_columns([])): only their count is left to add up.
+        rows = sum(b.num_rows for b in blocks)
+        return pa.table({"_": pa.nulls(rows)}, metadata=blocks[0].schema.metadata).select([])
+    nonempty = [b for b in blocks if b.num_columns > 0]
     first = nonempty[0].schema
     if all(b.schema.equals(first, check_metadata=False) for b in nonempty[1:]):
         return pa.concat_tables(nonempty)
     from bridge.errors import SchemaMismatchError
 
+    for other in nonempty[1:]:
+        rounded = [f"{f.name}: {f.type} vs {other.schema.field(f.name).type}" for f in first
+                   if f.name in other.schema.names and rounds_on_promotion(f.type, other.schema.field(f.name).type)]
+        if rounded:
+            msg = (f"cannot concatenate blocks with different schemas: {'; '.join(rounded)} (a decimal and a "
+                   "float make floats, which round the decimals)")
+            raise SchemaMismatchError(msg, "cast the columns to one type (decimal or float, as you mean it) in a "
+                                           "map_batches step before combining")
     try:
         return pa.concat_tables(nonempty, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
@@ -154,7 +191,7 @@ def slice_rows(block: Block, max_rows: int) -> Iterator[Block]:
         yield block
         return
     for start in range(0, n, max_rows):
-        yield block.slice(start, max_rows)
+        yield block.slice(start, min(max_rows, n - start))  # (exact: a table without columns is not clamped)
 
 
 def split_by_size(block: Block, max_bytes: int) -> list[Block]:

@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +164,19 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         wants_mask = column_needs_nullable(col) if nullable is None else name in nullable
         if tensor.is_tensor(col.type) or _arrow_backed(col.type) or (wants_mask and _maskable(col.type)):
             special[name] = _convert_column(col, wants_mask)
+    meta = block.schema.pandas_metadata
+    index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
+    if any(c in special for c in index_cols):
+        # An index column needing a masked or Arrow dtype (a null in it): pyarrow would restore the
+        # index from the other columns only, so every index column is made a data column first and
+        # then the index, named as the metadata says.
+        assert meta is not None
+        names = {e.get("field_name"): e.get("name") for e in meta.get("columns", [])}
+        unindexed = {**(block.schema.metadata or {}), b"pandas": json.dumps({**meta, "index_columns": []}).encode()}
+        df = _block_to_pandas(block.replace_schema_metadata(unindexed), nullable, strings, writable)
+        df = df.set_index(index_cols)
+        df.index.names = [names.get(c, c) for c in index_cols]
+        return df
     # Writable: consolidated (not split_blocks), Arrow copies into pandas' own blocks, so the frame
     # is writable and in-place pandas code (``df["x"] += 1``) works.
     if not special:
@@ -188,8 +202,52 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
     return pd.DataFrame(cols, index=index, copy=False)
 
 
+def renamed_metadata(metadata: dict[bytes, bytes], rename: dict[str, str]) -> dict[bytes, bytes]:
+    """A schema's metadata after ``rename`` of its columns: the pandas metadata (index columns, dtypes)
+    names the new names, so a named index stays the index and the columns keep their pandas dtypes."""
+    raw = metadata.get(b"pandas")
+    if raw is None:
+        return metadata
+    try:
+        meta = json.loads(raw)
+        meta["index_columns"] = [rename.get(c, c) if isinstance(c, str) else c for c in meta.get("index_columns", [])]
+        for entry in meta.get("columns", []):
+            old = entry.get("field_name")
+            if old in rename:
+                if entry.get("name") == old:
+                    entry["name"] = rename[old]
+                entry["field_name"] = rename[old]
+    except (ValueError, TypeError, AttributeError):
+        return metadata
+    return {**metadata, b"pandas": json.dumps(meta).encode("utf8")}
+
+
+def keeps_index(df: pandas.DataFrame, like: pa.Schema | None) -> bool:
+    """Whether a pandas batch's index becomes column(s) of its block (``map_batches``' pandas results).
+
+    A named index is kept: a column of the batch's input that became its index (a Dataset made by
+    ``from_pandas`` of a frame with one), or one the function set with ``set_index``.  An unnamed one
+    is kept where the block the batch came from stored an unnamed index (``from_pandas`` of a frame
+    indexed by ``[7, 9]``): its labels come back.  Otherwise (a default ``RangeIndex``, the positions a
+    filter leaves) it is dropped, as Ray Data drops every index.
+    """
+    import pandas as pd
+
+    idx = df.index
+    if isinstance(idx, pd.RangeIndex) and idx.name is None:
+        return False
+    if any(n is not None for n in idx.names):
+        return True
+    meta = (like.pandas_metadata if like is not None else None) or {}
+    return any(isinstance(c, str) for c in meta.get("index_columns", []))
+
+
 def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, preserve_index: bool = False) -> Block:
-    """One DataFrame -> one block (the reverse of :func:`block_to_pandas`; see the module docstring)."""
+    """One DataFrame -> one block (the reverse of :func:`block_to_pandas`; see the module docstring).
+
+    ``preserve_index``: the index becomes column(s) too, recorded in the pandas metadata as the index
+    where pyarrow converts the frame (else as plain columns named as pyarrow names them).
+    """
     names = [str(c) for c in df.columns]
     if len(set(names)) != len(names):
         from bridge.errors import BridgeError
@@ -220,6 +278,14 @@ def pandas_to_block(df: pandas.DataFrame, like: pa.Schema | None = None, *, pres
             s = df.iloc[:, i]
             arrays.append(pa.Array.from_pandas(s) if s.dtype != np.dtype(object)
                           else object_column(s.to_numpy(), like_types.get(name)))
+    if preserve_index:
+        for level in range(df.index.nlevels):
+            values = df.index.get_level_values(level)
+            label = values.name if values.name is not None and str(values.name) not in names \
+                else f"__index_level_{level}__"
+            names.append(str(label))
+            arrays.append(pa.Array.from_pandas(values) if values.dtype != np.dtype(object)
+                          else object_column(values.to_numpy(), like_types.get(str(label))))
     return pa.Table.from_arrays(arrays, names=names)
 
 
@@ -255,7 +321,6 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
                 fast[name] = values
     if not fast:
         return pa.Table.from_pandas(df, preserve_index=preserve_index)
-    import json
 
     rest_names = [c for c in cols if c not in fast]
     rest = pa.Table.from_pandas(df, columns=rest_names, preserve_index=preserve_index)

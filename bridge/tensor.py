@@ -77,18 +77,73 @@ def numeric_array(arr: np.ndarray) -> pa.Array | None:
     (measured in ``integration/bench/RESULTS.md``, "An actor pool's first output").
     """
     dtype = arr.dtype
-    if arr.ndim != 1 or dtype.kind not in "iuf" or not dtype.isnative:
-        return None
+    if arr.ndim != 1 or dtype.kind not in "iuf" or not dtype.isnative or isinstance(arr, np.ma.MaskedArray):
+        return None  # (a masked array's mask is its nulls: pa.array reads it)
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
     return pa.Array.from_buffers(pa.from_numpy_dtype(dtype), len(arr), [None, pa.py_buffer(arr)])
 
 
+def pooled_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A writable, uninitialised ndarray in Arrow's memory pool.
+
+    For copies made over and over (a batch's own memory, a batch across two blocks): the pool
+    keeps the pages it freed and hands them out again, where a fresh NumPy or torch allocation of
+    a few MB comes from ``malloc``, which gives such sizes back to the system on ``free`` and
+    faults every page in again on the next one (measured in integration/bench/RESULTS.md,
+    "Torch batches that own their memory").
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    buf = pa.allocate_buffer(count * dtype.itemsize)
+    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
+
+
+def _joined_values(col: pa.ChunkedArray) -> np.ndarray | None:
+    """The chunks of a numeric fixed-shape tensor column joined by Arrow (one copy, into its pool), as a
+    writable ndarray over that new buffer; ``None`` where the result is not such a plain buffer."""
+    t = col.type
+    if pa.types.is_boolean(t.value_type) or (t.permutation is not None and list(t.permutation) != sorted(t.permutation)):
+        return None
+    joined = pa.concat_arrays(col.chunks)
+    values = joined.storage.values
+    size = int(np.prod(t.shape)) if len(t.shape) else 1
+    buf = values.buffers()[1]
+    if buf is None or not buf.is_mutable or values.offset or values.null_count or len(values) != len(joined) * size:
+        return None
+    dtype = np.dtype(values.type.to_pandas_dtype())
+    return np.frombuffer(buf, dtype=dtype, count=len(values)).reshape([len(joined), *t.shape])
+
+
+def _fixed_values(col: pa.ExtensionArray) -> np.ndarray:
+    """A fixed-shape tensor array -> ``(rows, *shape)`` ndarray, a null row read as zeros (False).
+
+    Zero-copy for numbers without nulls; bools (bit-packed in Arrow, which pyarrow's
+    ``to_numpy_ndarray`` refuses) are unpacked."""
+    t = col.type
+    perm = list(t.permutation) if t.permutation is not None else list(range(len(t.shape)))
+    if not pa.types.is_boolean(t.value_type) and not col.null_count and perm == sorted(perm):
+        return col.to_numpy_ndarray()
+    storage = col.storage
+    if storage.null_count:
+        size = int(np.prod(t.shape)) if len(t.shape) else 1
+        zero = False if pa.types.is_boolean(t.value_type) else 0
+        storage = storage.fill_null(pa.scalar([zero] * size, type=t.storage_type))
+    # pyarrow writes ``shape`` in memory order and reads logical dimension i from memory dimension
+    # argsort(permutation)[i] (its to_numpy_ndarray fails on a permuted tensor; this does not).
+    flat = storage.flatten().to_numpy(zero_copy_only=False).reshape([len(col), *t.shape])
+    return flat.transpose([0, *[1 + int(a) for a in np.argsort(perm)]])
+
+
 def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
-    """``(rows, *shape)`` ndarray -> ``arrow.fixed_shape_tensor`` array (no copy if contiguous)."""
+    """``(rows, *shape)`` ndarray -> ``arrow.fixed_shape_tensor`` array (no copy if contiguous; bools are
+    bit-packed, as Arrow holds them, and come back as bools)."""
     arr = np.ascontiguousarray(arr)
-    if arr.dtype == np.bool_:
-        arr = arr.astype(np.uint8)
+    if arr.dtype == np.bool_ and arr.shape[0] and arr.size:
+        shape = list(arr.shape[1:])
+        t = pa.fixed_shape_tensor(pa.bool_(), shape, permutation=list(range(len(shape))))
+        flat = pa.array(arr.reshape(-1), type=pa.bool_())
+        return pa.ExtensionArray.from_storage(t, pa.FixedSizeListArray.from_arrays(flat, int(np.prod(shape))))
     if arr.shape[0] == 0:
         t = pa.fixed_shape_tensor(pa.from_numpy_dtype(arr.dtype), list(arr.shape[1:]))
         return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
@@ -145,15 +200,23 @@ def tensor_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
             col = col.chunk(0)
         elif col.num_chunks == 0:
             col = pa.array([], type=col.type)
+        elif is_fixed_tensor(col.type) and not col.null_count:
+            # One copy into an array of its own (writable: a consumer may keep it as it is).
+            joined = _joined_values(col)
+            if joined is not None:
+                return joined
+            parts = [_fixed_values(c) for c in col.chunks if len(c)]
+            return np.concatenate(parts, out=pooled_empty((len(col), *parts[0].shape[1:]), parts[0].dtype))
         else:
             col = pa.concat_arrays(col.chunks)
     if is_fixed_tensor(col.type):
         if col.null_count:
+            values = _fixed_values(col)
             out = np.empty(len(col), dtype=object)
-            for i, v in enumerate(col):
-                out[i] = None if not v.is_valid else v.to_numpy()
+            for i, valid in enumerate(col.is_valid().to_pylist()):
+                out[i] = values[i] if valid else None
             return out
-        return col.to_numpy_ndarray()
+        return _fixed_values(col)
     storage = col.storage
     data = storage.field("data")
     shape = storage.field("shape")

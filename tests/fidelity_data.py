@@ -62,11 +62,15 @@ def _column_values() -> dict[str, tuple[pa.DataType, list]]:
     cols["map"] = (pa.map_(pa.string(), pa.int64()), [[("k", 1)], [], [("a", 2), ("b", 3)], [("z", 2**62)]])
     cols["dictionary"] = (pa.dictionary(pa.int32(), pa.string()), ["a", "b", "a", "c"])
     cols["list_struct"] = (pa.list_(pa.struct([("x", pa.int32())])), [[{"x": 1}], [], [{"x": 2}, {"x": 3}], [{"x": 4}]])
+    cols["dictionary_int64"] = (pa.dictionary(pa.int32(), pa.int64()), [2**53 + 1, 0, 2**53 + 1, -(2**62)])
+    cols["list_list_int64"] = (pa.list_(pa.list_(pa.int64())), [[[1, 2**53 + 1]], [], [[], [3]], [[4], [5, 6]]])
     return cols
 
 
 #: Columns whose null variant puts the null inside the value (a list's element) as well as a null row.
-_INNER_NULL = {"list_int64": [1, None], "large_list_float64": [None, 1.0], "struct": {"a": None, "b": "q"}}
+_INNER_NULL = {"list_int64": [1, None], "large_list_float64": [None, 1.0], "struct": {"a": None, "b": "q"},
+               # two levels down: NumPy batches once read past the first level's nulls
+               "list_struct": [{"x": None}, {"x": 2**31 - 1}], "list_list_int64": [[None, 2**53 + 1]]}
 
 
 def _fixed_tensor(rows: int, with_null: bool) -> pa.Array:
@@ -87,7 +91,14 @@ def _variable_tensor(rows: int, with_null: bool) -> pa.Array:
     return tensor.variable_tensor_array(items)
 
 
-TYPE_NAMES = [*_column_values(), "fixed_tensor", "variable_tensor"]
+def _bool_tensor(rows: int, with_null: bool) -> pa.Array:
+    arr = (np.arange(rows * 4).reshape(rows, 2, 2) % 3) == 0
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(arr.reshape(-1)), 4,
+                                                mask=pa.array([with_null and i == 1 for i in range(rows)], pa.bool_()))
+    return pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(pa.bool_(), [2, 2]), storage)
+
+
+TYPE_NAMES = [*_column_values(), "fixed_tensor", "variable_tensor", "bool_tensor"]
 
 
 def table(variant: str) -> pa.Table:
@@ -108,4 +119,6 @@ def table(variant: str) -> pa.Table:
     names.append("fixed_tensor")
     arrays.append(_variable_tensor(rows, variant == "nulls"))
     names.append("variable_tensor")
+    arrays.append(_bool_tensor(rows, variant == "nulls"))
+    names.append("bool_tensor")
     return pa.Table.from_arrays(arrays, names=names)

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from bridge import batch as batch_mod
-from bridge.block import Block, concat_blocks, slice_rows
+from bridge.block import Block, concat_blocks, slice_rows, tail
 from bridge.errors import BridgeError, UserCodeError
 
 
@@ -186,7 +186,7 @@ def rebatch(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Block]:
         while have >= batch_size:
             merged = concat_blocks(pending)
             yield merged.slice(0, batch_size)
-            rest = merged.slice(batch_size)
+            rest = tail(merged, batch_size)
             pending, have = ([rest], rest.num_rows) if rest.num_rows else ([], 0)
     if have:
         yield concat_blocks(pending)
@@ -344,7 +344,12 @@ def project_transform(
             if drop is not None:
                 b = b.drop_columns(drop)
             if rename is not None:
-                b = b.rename_columns([rename.get(c, c) for c in b.column_names])
+                from bridge.pandas_types import renamed_metadata
+
+                meta = b.schema.metadata
+                b = b.rename_columns([rename.get(c, c) for c in b.column_names])  # (drops the schema's metadata)
+                if meta:
+                    b = b.replace_schema_metadata(renamed_metadata(meta, rename))
             yield b
 
     return BlockTransform(run, label)

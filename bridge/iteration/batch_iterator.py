@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from bridge import batch as batch_mod
-from bridge.block import Block, concat_blocks
+from bridge.block import Block, concat_blocks, tail
 from bridge.execution.bundle import RefBundle
 from bridge.execution.lineage import get_blocks
 from bridge.execution.stats import DatasetStats
@@ -73,7 +73,7 @@ def blocks_from_bundles(bundles: Iterable[RefBundle], skip_rows: int = 0) -> Ite
             continue
         blocks = get_blocks(refs)  # a lost block raises BlockLostError naming its source
         if first_offset:
-            blocks[0] = blocks[0].slice(first_offset)
+            blocks[0] = tail(blocks[0], first_offset)
         for b in blocks:
             if b.num_rows:
                 yield b
@@ -98,7 +98,7 @@ def skip_leading_rows(blocks: Iterable[Block], skip_rows: int) -> Iterator[Block
             skip_rows -= b.num_rows
             continue
         if skip_rows:
-            b, skip_rows = b.slice(skip_rows), 0
+            b, skip_rows = tail(b, skip_rows), 0
         yield b
 
 
@@ -121,7 +121,7 @@ def shuffle_blocks(blocks: Iterable[Block], buffer_size: int, batch_size: int | 
             merged = merged.take(pa.array(rng.permutation(merged.num_rows)))
             emit = have - buffer_size // 2
             yield merged.slice(0, emit)
-            rest = merged.slice(emit)
+            rest = tail(merged, emit)
             pending, have = [rest], rest.num_rows
     if have:
         merged = concat_blocks(pending)

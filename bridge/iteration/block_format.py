@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from bridge.block import Block, concat_blocks
+from bridge.block import Block, concat_blocks, tail
 
 #: Upper bound on the batches converted in one go: bounds the memory a run of
 #: converted columns holds (strings become Python objects) and the delay before
@@ -131,6 +131,6 @@ def batch_chunks(blocks: Iterable[Block], batch_size: int | None, drop_last: boo
         for s in range(start, full_end, run_rows):
             yield convert(b.slice(s, min(run_rows, full_end - s)), batch_size)
         if full_end < n:
-            pending, have = [b.slice(full_end)], n - full_end
+            pending, have = [tail(b, full_end)], n - full_end
     if have and not drop_last:
         yield convert(concat_blocks(pending), have)

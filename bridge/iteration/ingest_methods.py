@@ -149,8 +149,16 @@ class IngestMethods(DatasetMixin):
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
+        zero_copy: bool = False,
     ) -> Iterator[Any]:
         """Batches as ``{column: torch.Tensor}`` (dtype rules: ``adapters/torch_format.py``).
+
+        On the CPU every batch owns its memory: an in-place change to it
+        (``batch["x"].sub_(mean)``) changes nothing else.  ``zero_copy=True``
+        saves that copy where a tensor could be a view of the object store's
+        memory: faster, but then the batches must be treated as read-only, as
+        an in-place change would reach the Dataset itself (every later epoch
+        and reader).  On a GPU a batch is a copy either way.
 
         Conversion and the host-to-device copy run on a background thread,
         ``prefetch_batches`` ahead, while the loop body takes long enough for
@@ -175,7 +183,8 @@ class IngestMethods(DatasetMixin):
                                local_shuffle_seed=local_shuffle_seed)
         torch_adapter: Any = get_adapter("torch")
         formatter = torch_adapter.batch_formatter(
-            dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls)
+            dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls,
+            zero_copy=zero_copy)
         return BatchIterator(self._ds, options, formatter=formatter)
 
     def iter_tf_batches(

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from bridge.block import Block, BlockMetadata, compact, concat_blocks
+from bridge.block import Block, BlockMetadata, compact, concat_blocks, rounds_on_promotion
 from bridge.context import DataContext
 from bridge.errors import BridgeError, SchemaMismatchError
 from bridge.execution.bundle import RefBundle
@@ -103,6 +103,9 @@ def check_union_schemas(op: str, schemas: Sequence[pa.Schema | None], inputs: Se
         conflicts = []
         for field in first:
             theirs = other.field(field.name)
+            if rounds_on_promotion(field.type, theirs.type):
+                conflicts.append(f"{field.name!r}: {field.type} vs {theirs.type} (floats would round the decimals)")
+                continue
             try:
                 pa.unify_schemas([pa.schema([field]), pa.schema([theirs.with_name(field.name)])],
                                  promote_options="permissive")

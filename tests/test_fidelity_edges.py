@@ -1,0 +1,230 @@
+"""Values and rows that once came back changed or missing without an error, one test each.
+
+Found by a hunt through the round trips and exporters (2026-11-25); each test
+fails on the code before its fix.  The type-by-path matrix (tests/test_fidelity.py)
+holds the cases that are a type's (dictionary of ints, lists of lists and of structs
+with nulls two levels down, bool tensors); these are the rest.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.block import concat_blocks
+from bridge.errors import BridgeError, SchemaMismatchError, UnsupportedTypeError
+
+torch = pytest.importorskip("torch")
+
+
+# ---------------------------------------------------------------- NumPy and pandas batches
+
+def test_a_masked_array_keeps_its_mask_as_nulls():
+    ds = bridge.from_numpy(np.ma.array([1, 2, 3], mask=[False, True, False]))
+    assert [r["data"] for r in ds.take_all()] == [1, None, 3]
+    out = bridge.range(3).map_batches(lambda b: {"x": np.ma.array(b["id"], mask=b["id"] == 1)}).take_all()
+    assert [r["x"] for r in out] == [0, None, 2]
+
+
+def test_an_nd_masked_array_with_a_masked_element_is_refused_and_without_one_is_its_data():
+    with pytest.raises(BridgeError, match="masked element"):
+        bridge.from_numpy(np.ma.array(np.zeros((2, 2)), mask=[[False, True], [False, False]])).materialize()
+    ds = bridge.from_numpy(np.ma.array(np.ones((2, 2)), mask=False))
+    assert np.array_equal(np.stack([r["data"] for r in ds.take_all()]), np.ones((2, 2)))
+
+
+def test_pandas_batches_keep_a_named_index_and_a_stored_unnamed_one():
+    named = pd.DataFrame({"x": [1, 2]}, index=pd.Index(["a", "b"], name="key"))
+    out = bridge.from_pandas(named).map_batches(lambda df: df, batch_format="pandas")
+    assert out.schema().names == ["x", "key"]
+    pd.testing.assert_frame_equal(out.to_pandas(), named)
+    unnamed = pd.DataFrame({"x": [1, 2]}, index=[7, 9])
+    pd.testing.assert_frame_equal(
+        bridge.from_pandas(unnamed).map_batches(lambda df: df, batch_format="pandas").to_pandas(), unnamed)
+    # A function that sets an index keeps that column; a filter's leftover positions are not a column.
+    moved = bridge.range(4).map_batches(lambda df: df.set_index("id"), batch_format="pandas")
+    assert moved.to_pandas().index.tolist() == [0, 1, 2, 3]
+    filtered = bridge.range(4).map_batches(lambda df: df[df["id"] % 2 == 1], batch_format="pandas")
+    assert filtered.schema().names == ["id"] and [r["id"] for r in filtered.take_all()] == [1, 3]
+
+
+@pytest.mark.parametrize("index", [pd.Index([1.5, np.nan], name="k"), pd.Index(pd.array([1, None], dtype="Int64")),
+                                   pd.Index(["a", None], name="s")])
+def test_an_index_holding_a_null_comes_back_as_the_index(index):
+    df = pd.DataFrame({"x": [1, 2]}, index=index)
+    pd.testing.assert_frame_equal(bridge.from_pandas(df).to_pandas(), df, check_index_type=False)
+    back = bridge.from_pandas(df).to_pandas()
+    assert back.index.name == index.name and back.columns.tolist() == ["x"]
+
+
+def test_renaming_a_column_keeps_the_pandas_index_and_dtypes():
+    df = pd.DataFrame({"x": pd.array([1, 2], dtype="Int64"), "y": [0.5, 1.5]},
+                      index=pd.Index(["r", "s"], name="key"))
+    out = bridge.from_pandas(df).rename_columns({"x": "z"}).to_pandas()
+    pd.testing.assert_frame_equal(out, df.rename(columns={"x": "z"}))
+    moved = bridge.from_pandas(df).rename_columns({"key": "k"}).to_pandas()
+    assert moved.index.name == "k" and moved.index.tolist() == ["r", "s"]
+
+
+def test_a_function_output_replacing_a_dictionary_column_keeps_its_own_type():
+    t = pa.table({"c": pa.array(["a", "bb", "a"]).dictionary_encode()})
+    out = bridge.from_arrow(t).map_batches(lambda b: {"c": np.array([len(str(v)) for v in b["c"]])})
+    assert out.schema().field("c").type == pa.int64()
+    assert [r["c"] for r in out.take_all()] == [1, 2, 1]
+
+
+# ---------------------------------------------------------------- combining blocks
+
+def test_union_of_decimals_and_floats_is_refused_rather_than_rounded():
+    dec = pa.table({"x": pa.array([decimal.Decimal("1234567890123456.7891")], pa.decimal128(20, 4))})
+    flt = pa.table({"x": pa.array([0.5])})
+    with pytest.raises(SchemaMismatchError, match="round the decimals"):
+        bridge.from_arrow(dec).union(bridge.from_arrow(flt))
+    with pytest.raises(SchemaMismatchError, match="decimal"):
+        concat_blocks([dec, flt])
+    wider = pa.table({"x": pa.array([decimal.Decimal("0.5")], pa.decimal128(30, 4))})  # decimals widen: exact
+    assert concat_blocks([dec, wider]).column("x").to_pylist() == [decimal.Decimal("1234567890123456.7891"),
+                                                                     decimal.Decimal("0.5")]
+
+
+def test_rows_without_columns_are_counted_in_every_batching():
+    ds = bridge.range(10).select_columns([])
+    assert [b.num_rows for b in ds.iter_batches(batch_size=4, batch_format="pyarrow")] == [4, 4, 2]
+    assert len(list(ds.iter_torch_batches(batch_size=4))) == 3
+    tds = ds.to_torch(batch_size=3)
+    assert len(tds) == len(list(tds)) == 4
+    pieces = [pa.table({"_": pa.nulls(n)}).select([]) for n in (3, 4)]
+    assert concat_blocks(pieces).num_rows == 7
+
+
+# ---------------------------------------------------------------- torch
+
+def test_an_in_place_change_to_a_torch_batch_does_not_reach_the_dataset():
+    m = bridge.from_numpy(np.zeros((8, 2), np.float32)).materialize()
+    for b in m.iter_torch_batches(batch_size=3):
+        b["data"].add_(100)
+    assert all((r["data"] == 0).all() for r in m.take_all())
+    plain = bridge.from_arrow(pa.table({"x": np.zeros(8)})).materialize()
+    for b in plain.iter_torch_batches(batch_size=8):
+        b["x"][:] = 7
+    for b in plain.to_torch(batch_size=4):
+        b["x"].mul_(3)
+    assert [r["x"] for r in plain.take_all()] == [0.0] * 8
+
+    def in_place(batch):
+        batch["x"].add_(5)
+        return batch
+
+    assert [r["x"] for r in plain.map_batches(in_place, batch_format="torch").take_all()] == [5.0] * 8
+    assert [r["x"] for r in plain.take_all()] == [0.0] * 8
+
+
+def test_zero_copy_batches_are_views_of_the_store():
+    m = bridge.from_arrow(pa.table({"x": np.zeros(4)})).materialize()
+    for b in m.iter_torch_batches(batch_size=4, zero_copy=True):
+        b["x"].add_(1)  # what the docstring says not to do: it reaches the Dataset
+    assert [r["x"] for r in m.take_all()] == [1.0] * 4
+
+
+def test_to_torch_rows_with_drop_last_lose_no_row():
+    tds = bridge.range(1500).to_torch(drop_last=True)
+    assert [int(r["id"]) for r in tds] == list(range(1500))
+
+
+def test_uint64_with_a_float_dtype_keeps_the_values_and_int64_refuses_what_wraps():
+    ds = bridge.from_arrow(pa.table({"u": pa.array([2**63, 2**64 - 1, 5], pa.uint64())}))
+    got = next(iter(ds.iter_torch_batches(dtypes=torch.float64)))["u"].tolist()
+    assert got == [float(2**63), float(2**64 - 1), 5.0]
+    with pytest.raises(UnsupportedTypeError, match="above int64"):
+        next(iter(ds.iter_torch_batches(dtypes=torch.int64)))
+    small = bridge.from_arrow(pa.table({"u": pa.array([2**62, 5], pa.uint64())}))
+    assert next(iter(small.iter_torch_batches(dtypes=torch.int64)))["u"].tolist() == [2**62, 5]
+
+
+@pytest.mark.parametrize(("arrow_type", "fill", "message"), [
+    (pa.int64(), 2.9, "would be 2"),
+    (pa.float32(), 1e40, "would be inf"),
+    (pa.uint8(), -1, "uint8"),
+])
+def test_fill_nulls_that_would_change_is_refused(arrow_type, fill, message):
+    ds = bridge.from_arrow(pa.table({"x": pa.array([1, None], arrow_type)}))
+    with pytest.raises(UnsupportedTypeError, match=message):
+        next(iter(ds.iter_torch_batches(fill_nulls=fill)))
+
+
+def test_fill_nulls_that_fits_fills():
+    ds = bridge.from_arrow(pa.table({"x": pa.array([1, None], pa.int32()), "f": pa.array([1.5, None], pa.float32())}))
+    b = next(iter(ds.iter_torch_batches(fill_nulls={"x": 3.0, "f": 0.1})))
+    assert b["x"].tolist() == [1, 3] and b["f"].tolist() == [1.5, pytest.approx(0.1)]
+
+
+# ---------------------------------------------------------------- tf
+
+def test_to_tf_refuses_a_later_block_whose_values_do_not_fit_the_signature():
+    tf = pytest.importorskip("tensorflow")
+    wide = bridge.from_arrow([pa.table({"x": pa.array([1, 2], pa.int32())}),
+                              pa.table({"x": pa.array([2**40, 3], pa.int64())})])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="1099511627776 would become 0"):
+        list(wide.to_tf("x", batch_size=1))
+    fits = bridge.from_arrow([pa.table({"x": pa.array([1, 2], pa.int32())}),
+                              pa.table({"x": pa.array([7, 3], pa.int64())})])
+    assert [int(v) for x in fits.to_tf("x", batch_size=2) for v in x.numpy()] == [1, 2, 7, 3]
+
+
+def test_to_tf_takes_a_dictionary_column():
+    pytest.importorskip("tensorflow")
+    t = pa.table({"cat": pa.array(["a", "b", "a"]).dictionary_encode(), "x": [1.0, 2.0, 3.0]})
+    (features, labels), = list(bridge.from_arrow(t).to_tf("cat", "x", batch_size=3))
+    assert features.numpy().tolist() == [b"a", b"b", b"a"] and labels.numpy().tolist() == [1.0, 2.0, 3.0]
+
+
+def test_from_pandas_of_a_mixed_object_column_says_which_and_what_to_do():
+    df = pd.DataFrame({"ok": [1, 2], "mixed": [1, "a"]})
+    with pytest.raises(BridgeError, match="mixed") as err:
+        bridge.from_pandas(df)
+    assert "astype" in str(err.value)
+
+
+# ---------------------------------------------------------------- to_torch with DataLoader workers
+
+def _ids(batches) -> list[int]:
+    return [int(i) for b in batches for i in b["id"]]
+
+
+def test_workers_resume_from_the_batches_the_loop_took_not_from_what_the_feed_sent():
+    kw = dict(batch_size=10, local_shuffle_buffer_size=50, seed=7)
+    tds = bridge.range(200).to_torch(**kw)
+    loader = torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)
+    taken = []
+    for i, b in enumerate(loader):
+        taken.append(b)
+        if i == 2:
+            break
+    state = tds.state_dict(batches_consumed=3)
+    assert state["epoch"] == 0 and state["rows_consumed"] == 30
+    again = bridge.range(200).to_torch(**kw)
+    again.load_state_dict(state)
+    rest = list(torch.utils.data.DataLoader(again, batch_size=None, num_workers=2))
+    assert sorted(_ids(taken) + _ids(rest)) == list(range(200))
+
+
+def test_workers_loop_stopped_early_then_run_again_loses_no_row():
+    tds = bridge.range(200).to_torch(batch_size=10)
+    loader = torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert sorted(_ids(loader)) == list(range(200))  # the epoch again, from its start
+
+
+def test_workers_reading_rows_refuse_an_inexact_resume():
+    tds = bridge.range(50).to_torch()
+    assert sorted(int(r["id"]) for r in torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2)) == \
+        list(range(50))
+    with pytest.raises(BridgeError, match="interleave"):
+        tds.state_dict(batches_consumed=3)
