@@ -86,7 +86,8 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
         # Arrow batches of batch_size rows (or _ROW_CHUNK-row pieces of the stream when batch_size is None).
         self._options = BatchOptions(
-            batch_size=batch_size or _ROW_CHUNK, batch_format="pyarrow", prefetch_batches=prefetch_batches,
+            batch_size=_ROW_CHUNK if batch_size is None else batch_size, batch_format="pyarrow",
+            prefetch_batches=prefetch_batches,
             drop_last=drop_last and batch_size is not None,  # (rows: no short batch to drop)
             local_shuffle_buffer_size=local_shuffle_buffer_size,
             local_shuffle_seed=local_shuffle_seed)

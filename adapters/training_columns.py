@@ -62,7 +62,9 @@ def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> p
     if value is None:
         msg = (f"{framework}: column {name!r} ({col.type}) has {col.null_count} null(s) in this batch; "
                f"{framework} tensors cannot hold nulls")
-        hint = (f"pass fill_nulls={{{name!r}: 0}} (or one value for every column), or drop/fill them first "
+        example = "''" if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else \
+            "b''" if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) else "0"
+        hint = (f"pass fill_nulls={{{name!r}: {example}}} (or one value for every column), or drop/fill them first "
                 f"with ds.filter(expr=pc.field({name!r}).is_valid())")
         raise UnsupportedTypeError(msg, hint)
     try:

@@ -228,3 +228,19 @@ def test_workers_reading_rows_refuse_an_inexact_resume():
         list(range(50))
     with pytest.raises(BridgeError, match="interleave"):
         tds.state_dict(batches_consumed=3)
+
+
+@pytest.mark.parametrize("size", [0, 2.5, "2", True])
+def test_a_batch_size_that_is_not_a_positive_count_is_refused_at_the_call(size):
+    with pytest.raises(BridgeError, match="batch_size must be a positive number"):
+        bridge.range(10).iter_torch_batches(batch_size=size)
+    with pytest.raises(BridgeError, match="batch_size must be a positive number"):
+        bridge.range(10).to_torch(batch_size=size)
+
+
+def test_the_null_hint_offers_a_fill_value_of_the_column_type():
+    ds = bridge.from_arrow(pa.table({"s": pa.array(["a", None])}))
+    with pytest.raises(UnsupportedTypeError, match="fill_nulls=\\{'s': ''\\}"):
+        next(iter(ds.iter_torch_batches()))
+    filled = next(iter(ds.iter_torch_batches(fill_nulls={"s": ""})))
+    assert filled["s"] == ["a", ""]

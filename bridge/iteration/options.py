@@ -11,6 +11,7 @@ for its framework builds one too (``DataIterator.batches(options, formatter)``).
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any
 
 from bridge.errors import BridgeValueError
@@ -40,8 +41,8 @@ class BatchOptions:
     def __post_init__(self) -> None:
         # Ray Data's argument errors, raised when the iterator is made rather than on its first batch.
         size, buffer = self.batch_size, self.local_shuffle_buffer_size
-        if size is not None and size < 1:
-            msg = f"iter_batches: batch_size must be a positive number of rows or None; got {size}"
+        if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1):
+            msg = f"iter_batches: batch_size must be a positive number of rows or None; got {size!r}"
             raise BridgeValueError(msg, "pass batch_size=None to get whole blocks")
         if buffer is not None and buffer < 0:
             msg = f"iter_batches: local_shuffle_buffer_size must be >= 0; got {buffer}"
