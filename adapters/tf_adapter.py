@@ -90,7 +90,7 @@ def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any
     if col.kind == "strings":
         return np.asarray(col.value, dtype=object)
     value = col.value
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and spec.dtype != tf.string:
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return _fitted(value, spec.dtype.as_numpy_dtype, name)
     return value
 

@@ -36,6 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from bridge import tensor as _tensor  # noqa: F401  (a reader restoring a table has the variable-shape tensor registered)
+from bridge.block import table_without_columns  # the reader's half for a table with rows and no columns
 
 #: Tables whose buffers average at most this many bytes a column go through IPC.  Above it the
 #: copy at put costs more than Ray's per-column work at put and at one read.
@@ -83,12 +84,6 @@ def write_ipc(table: pa.Table) -> pa.Buffer:
 def table_from_ipc(buffer: pa.Buffer) -> pa.Table:
     """The reader's half: the table over ``buffer`` (the object's own memory under ``ray.get``), no copy."""
     return pa.ipc.open_stream(buffer).read_all()
-
-
-def table_without_columns(num_rows: int, metadata: dict[bytes, bytes] | None) -> pa.Table:
-    """The reader's half for a table with rows and no columns."""
-    # (pyarrow's replace_schema_metadata drops the rows of a table without columns: the metadata goes in first)
-    return pa.table({"_": pa.nulls(num_rows)}, metadata=metadata).select([])
 
 
 def reduce_table(table: pa.Table) -> tuple:

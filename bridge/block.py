@@ -140,6 +140,12 @@ def _list_kind(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
+def table_without_columns(num_rows: int, metadata: dict[bytes, bytes] | None = None) -> pa.Table:
+    """A table of ``num_rows`` rows and no columns (``select_columns([])``, a reducer's reader)."""
+    # (pyarrow's replace_schema_metadata drops the rows of a table without columns: the metadata goes in first)
+    return pa.table({"_": pa.nulls(num_rows)}, metadata=metadata).select([])
+
+
 def tail(block: Block, offset: int) -> Block:
     """The rows of ``block`` from ``offset`` on (zero-copy).  Not ``block.slice(offset)``: pyarrow's
     one-argument slice of a table without columns keeps every row."""
@@ -155,8 +161,7 @@ def concat_blocks(blocks: Iterable[Block]) -> Block:
         return blocks[0]
     if all(b.num_columns == 0 for b in blocks):
         # Rows without columns (select_columns([])): only their count is left to add up.
-        rows = sum(b.num_rows for b in blocks)
-        return pa.table({"_": pa.nulls(rows)}, metadata=blocks[0].schema.metadata).select([])
+        return table_without_columns(sum(b.num_rows for b in blocks), blocks[0].schema.metadata)
     nonempty = [b for b in blocks if b.num_columns > 0]
     first = nonempty[0].schema
     if all(b.schema.equals(first, check_metadata=False) for b in nonempty[1:]):

@@ -99,17 +99,26 @@ def pooled_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape)
 
 
+def _order(t: pa.FixedShapeTensorType) -> list[int]:
+    """A fixed-shape tensor type's permutation (the identity where it has none)."""
+    return list(t.permutation) if t.permutation is not None else list(range(len(t.shape)))
+
+
+def _cells(t: pa.FixedShapeTensorType) -> int:
+    """Values per row of a fixed-shape tensor type."""
+    return int(np.prod(t.shape)) if len(t.shape) else 1
+
+
 def _joined_values(col: pa.ChunkedArray) -> np.ndarray | None:
     """The chunks of a numeric fixed-shape tensor column joined by Arrow (one copy, into its pool), as a
     writable ndarray over that new buffer; ``None`` where the result is not such a plain buffer."""
     t = col.type
-    if pa.types.is_boolean(t.value_type) or (t.permutation is not None and list(t.permutation) != sorted(t.permutation)):
+    if pa.types.is_boolean(t.value_type) or _order(t) != sorted(_order(t)):
         return None
     joined = pa.concat_arrays(col.chunks)
     values = joined.storage.values
-    size = int(np.prod(t.shape)) if len(t.shape) else 1
     buf = values.buffers()[1]
-    if buf is None or not buf.is_mutable or values.offset or values.null_count or len(values) != len(joined) * size:
+    if buf is None or not buf.is_mutable or values.offset or values.null_count or len(values) != len(joined) * _cells(t):
         return None
     dtype = np.dtype(values.type.to_pandas_dtype())
     return np.frombuffer(buf, dtype=dtype, count=len(values)).reshape([len(joined), *t.shape])
@@ -121,14 +130,13 @@ def _fixed_values(col: pa.ExtensionArray) -> np.ndarray:
     Zero-copy for numbers without nulls; bools (bit-packed in Arrow, which pyarrow's
     ``to_numpy_ndarray`` refuses) are unpacked."""
     t = col.type
-    perm = list(t.permutation) if t.permutation is not None else list(range(len(t.shape)))
+    perm = _order(t)
     if not pa.types.is_boolean(t.value_type) and not col.null_count and perm == sorted(perm):
         return col.to_numpy_ndarray()
     storage = col.storage
     if storage.null_count:
-        size = int(np.prod(t.shape)) if len(t.shape) else 1
         zero = False if pa.types.is_boolean(t.value_type) else 0
-        storage = storage.fill_null(pa.scalar([zero] * size, type=t.storage_type))
+        storage = storage.fill_null(pa.scalar([zero] * _cells(t), type=t.storage_type))
     # pyarrow writes ``shape`` in memory order and reads logical dimension i from memory dimension
     # argsort(permutation)[i] (its to_numpy_ndarray fails on a permuted tensor; this does not).
     flat = storage.flatten().to_numpy(zero_copy_only=False).reshape([len(col), *t.shape])

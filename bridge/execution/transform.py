@@ -330,6 +330,8 @@ def project_transform(
     rename: dict[str, str] | None = None,
 ) -> BlockTransform:
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        from bridge.pandas_types import renamed_metadata
+
         for b in blocks:
             names = b.column_names
             wanted = select or drop or list(rename or {})
@@ -344,8 +346,6 @@ def project_transform(
             if drop is not None:
                 b = b.drop_columns(drop)
             if rename is not None:
-                from bridge.pandas_types import renamed_metadata
-
                 meta = b.schema.metadata
                 b = b.rename_columns([rename.get(c, c) for c in b.column_names])  # (drops the schema's metadata)
                 if meta:
