@@ -8,7 +8,7 @@ own to stamp its labels on it, and with ``axis=0`` once more to join a row's
 column partitions; here the conversion task sets the labels, which Modin keeps
 on the driver, and joins the columns itself.)  Where Modin's partition internals
 are not as expected, ``unwrap_partitions(axis=0)`` is used.  The index comes
-along when it is named or not a plain ``RangeIndex`` (Arrow's pandas metadata),
+along unless it is the frame's default ``RangeIndex`` (Arrow's pandas metadata),
 and pandas dtypes (categorical, nullable, datetime with zone) map to their Arrow
 equivalents and back.
 
@@ -116,13 +116,15 @@ def _partition_grid(mdf: Any) -> list[tuple[Any, list[Any], list[ray.ObjectRef]]
 def _grid_to_dataset(grid: list[tuple[Any, list[Any], list[ray.ObjectRef]]]) -> MaterializedDataset:
     """A Dataset of one block per row of a Modin partition grid (see :func:`_partition_grid`)."""
     from bridge import from_block_refs
+    from bridge.batch import keeps_frame_index
 
-    pairs = [_row_to_block.remote(index, labels, *refs) for index, labels, refs in grid]
+    keep = keeps_frame_index([index for index, _, _ in grid])  # as from_pandas of the whole frame decides
+    pairs = [_row_to_block.remote(index, labels, keep, *refs) for index, labels, refs in grid]
     return from_block_refs([b for b, _ in pairs], ray.get([m for _, m in pairs]), name="FromModin")
 
 
 @ray.remote(num_returns=2)
-def _row_to_block(index: Any, labels: list[list[Any]], *frames: Any) -> tuple[pa.Table, Any]:
+def _row_to_block(index: Any, labels: list[list[Any]], keep_index: bool, *frames: Any) -> tuple[pa.Table, Any]:
     import pandas as pd
 
     from bridge.batch import frame_to_block
@@ -133,7 +135,7 @@ def _row_to_block(index: Any, labels: list[list[Any]], *frames: Any) -> tuple[pa
         df.index = index
         df.columns = cols
     df = frames[0] if len(frames) == 1 else pd.concat(frames, axis=1, copy=False)
-    block = frame_to_block(df)
+    block = frame_to_block(df, keep_index=keep_index)
     return block, BlockMetadata.of(block)
 
 

@@ -68,6 +68,37 @@ def _dtype_for(dtypes: Any, name: str) -> Any:
     return dtypes
 
 
+def check_dtypes(dtypes: Any, where: str) -> None:
+    """``dtypes`` is ``None``, one ``torch.dtype`` or ``{column: torch.dtype}``: else a clear error now
+    (``dtypes="float"`` failed in torch's device parser, deep in the iterator's thread)."""
+    torch = _torch()
+    if dtypes is None or isinstance(dtypes, torch.dtype):
+        return
+    if isinstance(dtypes, dict):
+        bad = {k: v for k, v in dtypes.items() if not isinstance(k, str) or not isinstance(v, torch.dtype)}
+        if not bad:
+            return
+        got = f"{{{', '.join(f'{k!r}: {v!r}' for k, v in list(bad.items())[:3])}}}"
+    else:
+        got = f"{dtypes!r} ({type(dtypes).__name__})"
+    from bridge.errors import BridgeTypeError
+
+    raise BridgeTypeError(f"{where}: dtypes must be a torch.dtype or a dict of column name -> torch.dtype; got {got}",
+                          "pass e.g. dtypes=torch.float32 or dtypes={'x': torch.float32, 'y': torch.int64}")
+
+
+def _check_dtype_columns(dtypes: Any, names: list[str]) -> None:
+    """A ``dtypes`` key naming no column was ignored: the cast the user asked for never happened."""
+    if not isinstance(dtypes, dict):
+        return
+    unknown = [k for k in dtypes if k not in names]
+    if unknown:
+        from bridge.errors import BridgeValueError
+
+        raise BridgeValueError(f"torch: dtypes names {unknown} but the data has no such column (columns: {names})",
+                               "name the columns as ds.schema() does, or drop those keys")
+
+
 def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any, own: bool = False) -> Any:
     """One ndarray -> a tensor (warnings silenced by the caller).
 
@@ -123,6 +154,7 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
     from .training_columns import training_column
 
     torch = _torch()
+    _check_dtype_columns(dtypes, block.column_names)
     # Column rules first: their warnings (timestamps) must reach the user.
     cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch", column=col)
             for name, col in zip(block.column_names, block.columns)]
@@ -249,6 +281,7 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
 
     torch = _torch()
     dev = _resolve_device(device)
+    check_dtypes(dtypes, "iter_torch_batches")
     if collate_fn is not None and dtypes is not None:
         from bridge.errors import BridgeError
 

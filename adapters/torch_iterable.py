@@ -30,6 +30,7 @@ names the same class.
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -145,6 +146,12 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         the batches the loop took in the epoch it is in (the feed runs ahead of the loop)."""
         if batches_consumed is None:
             return {"epoch": self.epoch, "seed": self.seed, "rows_consumed": self.rows_consumed}
+        if isinstance(batches_consumed, bool) or not isinstance(batches_consumed, numbers.Integral) \
+                or batches_consumed < 0:
+            from bridge.errors import BridgeValueError
+
+            msg = f"to_torch().state_dict(batches_consumed=...) needs a whole number >= 0; got {batches_consumed!r}"
+            raise BridgeValueError(msg, "pass the count of batches your loop took in this epoch (e.g. step + 1)")
         if self._rows_to_workers:
             from bridge.errors import BridgeError
 

@@ -24,7 +24,7 @@ RecordBatch is accepted.  Rules, written here because users depend on them:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -169,10 +169,21 @@ def to_batch(block: Block, batch_format: str) -> Any:
 
 
 class BatchTypeError(TypeError):
-    """A user function returned something that is not a batch (wrapped by the caller)."""
+    """A user function returned something that is not a batch (wrapped by the caller).
+
+    ``hint``: the fix, where it is particular to the value (the caller's own hint otherwise).
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message if hint is None else f"{message}; {hint}")
+        self.what, self.hint = message, hint
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.what, self.hint))  # raised in Ray tasks: keep both parts
 
 
 def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Array:
+    arr = _arrow_ready(arr)
     if isinstance(arr, np.ma.MaskedArray):
         if arr.ndim == 1 or not np.ma.getmask(arr).any():
             # A masked element is a null (pa.array reads the mask); a tensor with none masked is its data.
@@ -188,6 +199,35 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
         return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
     values = tensor.numeric_array(arr)
     return pa.array(arr) if values is None else values
+
+
+#: NumPy datetime64 / timedelta64 units Arrow has (datetime64[D] becomes ``date32``).
+_ARROW_UNITS = {"M": frozenset({"s", "ms", "us", "ns", "D", "generic"}),
+                "m": frozenset({"s", "ms", "us", "ns", "generic"})}
+
+
+def _arrow_ready(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in a dtype Arrow reads as it is: same values, or a refusal that says what to do.
+
+    Big-endian data is byte-swapped; a multiple unit (``datetime64[10s]``, which pyarrow read as
+    ``[s]``: 10 s apart became 1 s apart) becomes its base unit.  Complex numbers and the units Arrow
+    lacks (``datetime64[M]``: Arrow said only "Unsupported") are refused.
+    """
+    dtype = arr.dtype
+    if not dtype.isnative:
+        arr = arr.astype(dtype.newbyteorder("="))
+    if dtype.kind == "c":
+        raise BatchTypeError(f"a {dtype} (complex) array has no Arrow type",
+                             "store its parts as two columns, e.g. {'z_re': z.real, 'z_im': z.imag}")
+    if dtype.kind in "mM":
+        unit, count = np.datetime_data(dtype)
+        kind = "datetime64" if dtype.kind == "M" else "timedelta64"
+        if unit in _ARROW_UNITS[dtype.kind]:
+            return arr if count == 1 else arr.astype(f"{kind}[{unit}]")
+        to = "datetime64[D]" if kind == "datetime64" and unit in ("Y", "M", "W") else f"{kind}[s]"
+        raise BatchTypeError(f"a {dtype} array: Arrow has no such unit (it has s, ms, us, ns"
+                             f"{' and D' if kind == 'datetime64' else ''})", f"convert it first, e.g. arr.astype('{to}')")
+    return arr
 
 
 def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> pa.Array | pa.ChunkedArray:
@@ -300,25 +340,58 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     raise BatchTypeError(msg)
 
 
-def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
+def keeps_frame_index(indexes: Sequence[Any]) -> bool:
+    """Whether the index of frames with these ``indexes`` (in order) is kept, as column(s) that
+    ``to_pandas`` restores: ``from_pandas`` of them, ``from_modin`` of a frame's row partitions.
+
+    Dropped only where it carries nothing: every frame has an unnamed ``RangeIndex`` of step 1
+    starting at 0, or the frames' ranges follow one another from 0 (pieces of one frame).  A frame
+    indexed ``2, 3, ...`` (``df.iloc[2:]``) has labels a user joins on: they come back, as any other
+    index does.  All frames are treated alike so that their blocks share columns.
+    """
+    import pandas as pd
+
+    if not all(isinstance(i, pd.RangeIndex) and i.name is None and i.step == 1 for i in indexes):
+        return True
+    if all(i.start == 0 for i in indexes):
+        return False
+    start = 0
+    for i in indexes:
+        if i.start != start and len(i):
+            return True
+        start = i.stop if len(i) else start
+    return False
+
+
+def frame_to_block(df: Any, like: pa.Schema | None = None, *, keep_index: bool | None = None) -> Block:
     """One DataFrame -> one block, keeping a non-default index.
 
     ``like``: the Arrow schema the frame was made from, where the caller knows it
     (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
+    ``keep_index``: whether the index becomes column(s); ``None``: unless it is an unnamed
+    ``RangeIndex`` (a piece of a larger frame has one starting anywhere).
     """
     import pandas as pd
 
     from bridge.pandas_types import pandas_to_block, schema_of, table_from_pandas
 
     idx = df.index
-    default = isinstance(idx, pd.RangeIndex) and idx.name is None
+    default = isinstance(idx, pd.RangeIndex) and idx.name is None if keep_index is None else not keep_index
     like = like if like is not None else schema_of(df)
     if like is not None:
         # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.
         return restore_types(pandas_to_block(df, like, preserve_index=not default), like)
     try:
         return table_from_pandas(df, preserve_index=not default)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as err:
+        try:
+            native = _native_frame(df)
+        except BatchTypeError as bad:
+            from bridge.errors import UnsupportedTypeError
+
+            raise UnsupportedTypeError(f"cannot convert the DataFrame to Arrow: {bad.what}", bad.hint) from err
+        if native is not df:
+            return frame_to_block(native, keep_index=not default)
         try:
             return to_block(df.reset_index(drop=default))
         except (BatchTypeError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
@@ -327,6 +400,26 @@ def frame_to_block(df: Any, like: pa.Schema | None = None) -> Block:
 
         msg = f"cannot convert the DataFrame to Arrow: {err}"
         raise BridgeError(msg, "mixed-type object columns need one type; cast them with df.astype(...)") from err
+
+
+def _native_frame(df: Any) -> Any:
+    """``df`` with big-endian columns in Arrow's byte order (``df`` itself if none); a column Arrow has
+    no type for (sparse, complex, ``datetime64[M]``) raises :class:`BatchTypeError` naming it."""
+    import pandas as pd
+
+    fixes = {}
+    for name, dt in zip(df.columns, df.dtypes):
+        if isinstance(dt, pd.SparseDtype):
+            raise BatchTypeError(f"column {name!r} is sparse ({dt}): Arrow has no sparse type",
+                                 "make it dense first: df = df.sparse.to_dense()")
+        if isinstance(dt, np.dtype):
+            try:
+                ready = _arrow_ready(np.empty(0, dt))
+            except BatchTypeError as err:
+                raise BatchTypeError(f"column {name!r}: {err.what}", err.hint) from None
+            if ready.dtype != dt:
+                fixes[name] = ready.dtype
+    return df.astype(fixes) if fixes else df
 
 
 def restore_types(block: Block, like: pa.Schema | None) -> Block:
@@ -386,17 +479,28 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
             else:
                 columns[k] = object_column(values)
         else:
-            columns[k] = _from_pylist(values, like.field(k).type if like is not None and k in like.names else None)
+            columns[k] = _from_pylist(values, like.field(k).type if like is not None and k in like.names else None,
+                                      name=k)
     return to_block(columns, like)
 
 
-def _from_pylist(values: list[Any], like: pa.DataType | None) -> pa.Array:
+def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") -> pa.Array:
     if like is not None and not tensor.is_tensor(like):
         try:
             return pa.array(values, type=like)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
             pass
-    return pa.array(values)
+    try:
+        return pa.array(values)
+    except OverflowError:
+        # pyarrow infers int64 for Python ints: those in [2**63, 2**64) fit uint64 when none is negative.
+        ints = [v for v in values if v is not None]
+        if all(type(v) is int and 0 <= v < 2**64 for v in ints):
+            return pa.array(values, pa.uint64())
+        big = next((v for v in ints if type(v) is int and not -2**63 <= v < 2**64), None)
+        raise BatchTypeError(f"column {name!r} holds integers no 64-bit type holds together"
+                             + (f" (e.g. {big})" if big is not None else " (negatives with values >= 2**63)"),
+                             "store them as decimal.Decimal (exact) or str") from None
 
 
 def block_to_rows(block: Block) -> list[dict[str, Any]]:

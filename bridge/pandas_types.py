@@ -150,6 +150,36 @@ def schema_of(df: Any) -> pa.Schema | None:
         return None
 
 
+#: The masked pandas dtypes pandas metadata may name (``numpy_type``): an index of one is restored
+#: as one (pyarrow restores them for data columns only).
+_MASKED_NAMES = frozenset({*(f"{p}{b}" for p in ("Int", "UInt") for b in (8, 16, 32, 64)),
+                           "Float32", "Float64", "boolean"})
+
+
+def _zoned_dictionary(t: pa.DataType) -> bool:
+    """A dictionary of zoned timestamps: pyarrow's ``to_pandas`` drops the zone (wall times shift)."""
+    return pa.types.is_dictionary(t) and pa.types.is_timestamp(t.value_type) and t.value_type.tz is not None
+
+
+def _zoned_categorical(col: pa.ChunkedArray) -> Any:
+    """A dictionary of zoned timestamps -> a Categorical whose categories keep the zone."""
+    import pandas as pd
+
+    col = col.unify_dictionaries()
+    t = col.type
+    values = col.chunk(0).dictionary if col.num_chunks else pa.array([], t.value_type)
+    categories = pd.DatetimeIndex(values.to_pandas())
+    if categories.is_unique and not categories.hasnans:
+        codes = pa.chunked_array([c.indices for c in col.chunks], t.index_type).cast(pa.int64()).fill_null(-1)
+        return pd.Series(pd.Categorical.from_codes(codes.to_numpy(), categories=categories, ordered=t.ordered))
+    return pd.Series(pd.Categorical(col.cast(t.value_type).to_pandas(), ordered=t.ordered))
+
+
+def _pyarrow_strings(entry: Any, t: pa.DataType) -> bool:
+    """A ``string[pyarrow]`` column of the frame the block came from (pyarrow gives ``string[python]``)."""
+    return isinstance(entry, dict) and entry.get("numpy_type") == "string" and pa.types.is_large_string(t)
+
+
 def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: Any,
                      writable: bool = True) -> pandas.DataFrame:
     import pandas as pd
@@ -159,13 +189,35 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         def mapper(t: pa.DataType) -> Any:
             return strings if t in (pa.string(), pa.large_string()) else None
 
+    meta = block.schema.pandas_metadata
+    index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
+    entries = {e.get("field_name"): e for e in (meta or {}).get("columns", []) if isinstance(e, dict)}
     special: dict[str, Any] = {}
     for name, col in zip(block.column_names, block.columns):
         wants_mask = column_needs_nullable(col) if nullable is None else name in nullable
+        if name in index_cols and (entries.get(name) or {}).get("numpy_type") in _MASKED_NAMES:
+            wants_mask = True  # an ``Int64`` index without nulls is still an ``Int64`` index
         if tensor.is_tensor(col.type) or _arrow_backed(col.type) or (wants_mask and _maskable(col.type)):
             special[name] = _convert_column(col, wants_mask)
-    meta = block.schema.pandas_metadata
-    index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
+        elif _zoned_dictionary(col.type):
+            special[name] = _zoned_categorical(col)
+        elif strings is None and _pyarrow_strings(entries.get(name), col.type):
+            special[name] = pd.Series(pd.arrays.ArrowStringArray(col))
+    df = _frame_of(block, special, index_cols, meta, mapper, writable)
+    if special and (meta or {}).get("column_indexes"):
+        # Column labels that are not plain strings (ints, a named or multi-level column index): the
+        # frame above is built by field name; pyarrow restores the labels from the metadata.
+        labels = block.schema.empty_table().to_pandas().columns
+        if len(labels) == len(df.columns) and not (
+                labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
+            df.columns = labels
+    return df
+
+
+def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta: Any, mapper: Any,
+              writable: bool) -> pandas.DataFrame:
+    import pandas as pd
+
     if any(c in special for c in index_cols):
         # An index column needing a masked or Arrow dtype (a null in it): pyarrow would restore the
         # index from the other columns only, so every index column is made a data column first and
@@ -173,7 +225,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         assert meta is not None
         names = {e.get("field_name"): e.get("name") for e in meta.get("columns", [])}
         unindexed = {**(block.schema.metadata or {}), b"pandas": json.dumps({**meta, "index_columns": []}).encode()}
-        df = _block_to_pandas(block.replace_schema_metadata(unindexed), nullable, strings, writable)
+        df = _frame_of(block.replace_schema_metadata(unindexed), special, [], None, mapper, writable)
         df = df.set_index(index_cols)
         df.index.names = [names.get(c, c) for c in index_cols]
         return df
@@ -188,7 +240,16 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         raise BridgeError(f"cannot make a pandas DataFrame: duplicate column names {dupes}",
                           "rename the columns first (ds.rename_columns({...}))")
     plain = [n for n in block.column_names if n not in special]
-    base = block.select(plain).to_pandas(types_mapper=mapper, split_blocks=not writable) if plain else None
+    base = None
+    if plain:
+        # By field name: labels restored from the metadata (ints) would not be found below (and the
+        # column dropped); the caller gives the frame its labels.
+        picked = block.select(plain)
+        own = picked.schema.pandas_metadata
+        if own and own.get("column_indexes"):
+            picked = picked.replace_schema_metadata({**picked.schema.metadata, b"pandas": json.dumps(
+                {**own, "column_indexes": []}).encode()})
+        base = picked.to_pandas(types_mapper=mapper, split_blocks=not writable)
     index = base.index if base is not None else pd.RangeIndex(block.num_rows)
     cols: dict[str, Any] = {}
     for name in block.column_names:
@@ -295,6 +356,25 @@ _SPLIT_FLOAT_BYTES = 4 * 1024**2
 
 
 def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) -> pa.Table:
+    """``pyarrow.Table.from_pandas(df, preserve_index=...)``, faster for float data (:func:`_from_pandas`).
+
+    One difference: without the index (``preserve_index=False``) pyarrow leaves out the description
+    of the column labels too, so int labels came back as strings and ``df.columns.name`` was lost;
+    here it is kept wherever the labels are not plain unnamed strings.
+    """
+    table = _from_pandas(df, preserve_index)
+    labels = df.columns
+    if preserve_index is False and not (labels.nlevels == 1 and labels.name is None
+                                        and labels.inferred_type in ("string", "empty")):
+        meta = table.schema.pandas_metadata
+        if meta is not None and not meta.get("column_indexes"):
+            described = pa.Table.from_pandas(df.iloc[:0], preserve_index=None).schema.pandas_metadata
+            meta["column_indexes"] = described["column_indexes"]
+            table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
+    return table
+
+
+def _from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) -> pa.Table:
     """``pyarrow.Table.from_pandas(df, preserve_index=...)``: the very same table, faster for float data.
 
     pyarrow reads every value of a NumPy float column for NaN (pandas' missing

@@ -78,6 +78,53 @@ def test_a_function_output_replacing_a_dictionary_column_keeps_its_own_type():
     assert [r["c"] for r in out.take_all()] == [1, 2, 1]
 
 
+def test_a_sliced_frame_keeps_its_labels_and_pieces_of_a_default_one_do_not_gain_any():
+    df = pd.DataFrame({"x": range(10)}).iloc[3:]  # RangeIndex(3, 10): labels a user joins on
+    for ds in (bridge.from_pandas(df), bridge.from_pandas(df, override_num_blocks=3)):
+        back = ds.to_pandas()
+        assert back.index.tolist() == list(range(3, 10)) and back.columns.tolist() == ["x"]
+        assert [r["x"] for r in ds.take_all()] == list(range(3, 10))
+    whole = pd.DataFrame({"x": range(10)})
+    for frames in ([whole.iloc[:4], whole.iloc[4:]], [whole, whole]):
+        ds = bridge.from_pandas(frames)
+        assert ds.schema().names == ["x"] and isinstance(ds.to_pandas().index, pd.RangeIndex)
+    mixed = bridge.from_pandas([whole.iloc[:2], df])  # one frame with labels: every block keeps its own
+    assert mixed.to_pandas().index.tolist() == [0, 1, *range(3, 10)]
+
+
+def test_pandas_dtypes_and_labels_that_pyarrow_forgets_come_back():
+    df = pd.DataFrame({0: pd.array(["a", None], dtype="string[pyarrow]"), 1: [1.5, 2.5]},
+                      index=pd.Index([5, 6], dtype="Int64", name="k"))
+    df.columns.name = "field"
+    assert pa.Table.from_pandas(df).to_pandas()[0].dtype == pd.StringDtype("python")  # what pyarrow gives
+    back = bridge.from_pandas(df).to_pandas()
+    pd.testing.assert_frame_equal(back, df, check_exact=True)
+    assert back.columns.name == "field" and back.index.dtype == pd.Int64Dtype()
+    same = bridge.from_pandas(df).map_batches(lambda b: b, batch_format="pandas").to_pandas()
+    pd.testing.assert_frame_equal(same, df, check_exact=True)
+    # Int labels, a named index and a column with nulls: the float column was dropped without a word.
+    lost = pd.DataFrame({0: pd.array([1, None], dtype="Int64"), 1: [1.5, 2.5]}, index=pd.Index(["a", "b"], name="k"))
+    pd.testing.assert_frame_equal(bridge.from_pandas(lost).to_pandas(), lost, check_exact=True)
+    multi = pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", 1), ("a", 2)], names=["l", "n"]))
+    pd.testing.assert_frame_equal(bridge.from_pandas(multi).to_pandas(), multi)
+
+
+def test_a_dictionary_of_zoned_timestamps_keeps_its_zone_in_pandas():
+    zoned = pa.array([0, 3_600_000_000, None, 0], pa.timestamp("us", tz="Asia/Tokyo"))
+    t = pa.table({"t": zoned.dictionary_encode()})
+    # pyarrow's own to_pandas gives the UTC instants as naive wall times (00:00 for 09:00 in Tokyo).
+    assert pa.table({"t": zoned.dictionary_encode()}).to_pandas()["t"].dt.tz is None
+    want = pd.Series(pd.Categorical(zoned.to_pandas()), name="t")
+    for frame in (bridge.from_arrow(t).to_pandas(),
+                  next(iter(bridge.from_arrow(t).iter_batches(batch_format="pandas")))):
+        pd.testing.assert_series_equal(frame["t"], want)
+        assert str(frame["t"].iloc[0]) == "1970-01-01 09:00:00+09:00"
+    # Blocks with different dictionaries: one Categorical, every instant and the null in place.
+    two = bridge.from_arrow([t.slice(0, 2), pa.table({"t": zoned.slice(1).dictionary_encode()})]).to_pandas()["t"]
+    expected = pa.concat_arrays([zoned.slice(0, 2), zoned.slice(1)]).to_pandas()
+    pd.testing.assert_series_equal(two.astype(expected.dtype), expected, check_names=False)
+
+
 # ---------------------------------------------------------------- combining blocks
 
 def test_union_of_decimals_and_floats_is_refused_rather_than_rounded():
@@ -244,3 +291,65 @@ def test_the_null_hint_offers_a_fill_value_of_the_column_type():
         next(iter(ds.iter_torch_batches()))
     filled = next(iter(ds.iter_torch_batches(fill_nulls={"s": ""})))
     assert filled["s"] == ["a", ""]
+
+
+@pytest.mark.parametrize("dtypes, error, message", [
+    ("float", "BridgeTypeError", "dtypes must be a torch.dtype"),
+    ({"id": "float32"}, "BridgeTypeError", "'id': 'float32'"),
+    ({"idd": torch.float32}, "BridgeValueError", r"no such column \(columns: \['id'\]\)"),
+])
+def test_torch_dtypes_that_name_no_dtype_or_no_column_are_refused(dtypes, error, message):
+    # A misspelt column was skipped (no cast, no word); "float" failed inside torch's device parser.
+    with pytest.raises(getattr(bridge.errors, error), match=message):
+        next(iter(bridge.range(4).iter_torch_batches(batch_size=2, dtypes=dtypes)))
+
+
+def test_a_resume_position_below_zero_is_refused():
+    it = bridge.range(10).iter_batches(batch_size=2)
+    with pytest.raises(BridgeError, match="rows_consumed.*>= 0; got -5"):
+        it.load_state_dict({"epoch": 0, "seed": 1, "rows_consumed": -5})
+    with pytest.raises(BridgeError, match="batches_consumed.*>= 0; got -1"):
+        bridge.range(10).to_torch(batch_size=2).state_dict(batches_consumed=-1)
+
+
+# ---------------------------------------------------------------- inputs Arrow reads wrongly or not at all
+
+def test_sorting_by_a_dictionary_column_orders_by_its_values():
+    blocks = [pa.table({"d": pa.array(["b", None, "a"]).dictionary_encode(), "i": [0, 1, 2]}),
+              pa.table({"d": pa.array(["c", "a0"]).dictionary_encode(), "i": [3, 4]})]
+    ds = bridge.from_arrow(blocks)
+    assert [r["d"] for r in ds.sort("d").take_all()] == ["a", "a0", "b", "c", None]
+    down = ds.sort("d", descending=True).take_all()
+    assert [r["d"] for r in down] == ["c", "b", "a0", "a", None] and [r["i"] for r in down] == [3, 0, 4, 2, 1]
+    assert ds.sort("d").schema().field("d").type == blocks[0].schema.field("d").type
+
+
+def test_big_endian_and_multiple_unit_arrays_keep_their_values():
+    assert [r["data"] for r in bridge.from_numpy(np.array([1, -2], dtype=">i4")).take_all()] == [1, -2]
+    df = pd.DataFrame({"be": np.array([1.5, 2.5], dtype=">f8")})
+    assert [r["be"] for r in bridge.from_pandas(df).take_all()] == [1.5, 2.5]
+    # pyarrow reads datetime64[10s] as [s]: instants 10 s apart came out 1 s apart.
+    tens = np.array([1, 2]).astype("datetime64[10s]")
+    assert pa.array(tens).to_pylist()[1].second == 2
+    got = [r["data"] for r in bridge.from_numpy(tens).take_all()]
+    assert [v.second for v in got] == [10, 20]
+
+
+def test_from_items_keeps_uint64_values_and_refuses_what_no_64_bit_type_holds():
+    assert bridge.from_items([{"a": 2**64 - 1}, {"a": 1}]).take_all() == [{"a": 2**64 - 1}, {"a": 1}]
+    for rows in ([{"a": 2**64 - 1}, {"a": -1}], [{"a": 2**70}]):
+        with pytest.raises(bridge.errors.BridgeTypeError, match="no 64-bit type") as err:
+            bridge.from_items(rows).materialize()
+        assert "Decimal" in str(err.value)
+
+
+@pytest.mark.parametrize("make, what, hint", [
+    (lambda: bridge.from_pandas(pd.DataFrame({"a": pd.arrays.SparseArray([0, 1])})), "'a' is sparse", "to_dense"),
+    (lambda: bridge.from_pandas(pd.DataFrame({"z": np.array([1 + 2j])})), "'z': a complex128", "z.real"),
+    (lambda: bridge.from_numpy(np.array([1j])), "complex128", "z.imag"),
+    (lambda: bridge.from_numpy(np.array(["2020-01"], dtype="datetime64[M]")), "no such unit", "datetime64[D]"),
+])
+def test_inputs_arrow_has_no_type_for_say_which_and_what_to_do(make, what, hint):
+    with pytest.raises(BridgeError) as err:
+        make()
+    assert what in err.value.what and hint in err.value.hint

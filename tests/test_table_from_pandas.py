@@ -58,11 +58,27 @@ def test_same_table_as_pyarrow(name, preserve_index, monkeypatch):
     monkeypatch.setattr(pandas_types, "_SPLIT_FLOAT_BYTES", 0)  # the split path even for these small frames
     df = _frames()[name]
     want = pa.Table.from_pandas(df, preserve_index=preserve_index)
-    got = table_from_pandas(df, preserve_index=preserve_index)
+    got = pandas_types._from_pandas(df, preserve_index=preserve_index)
     assert got.schema.equals(want.schema, check_metadata=True), (got.schema, want.schema)
     assert got.equals(want)
     assert [c.null_count for c in got.columns] == [c.null_count for c in want.columns]
     pd.testing.assert_frame_equal(got.to_pandas(), want.to_pandas())
+    # table_from_pandas adds only the column labels' description pyarrow leaves out without the index.
+    full = table_from_pandas(df, preserve_index=preserve_index)
+    assert full.equals(want)
+    if preserve_index is not False or name not in ("int_labels", "named_columns"):
+        assert full.schema.equals(want.schema, check_metadata=True)
+
+
+@pytest.mark.parametrize("name", ["int_labels", "named_columns"])
+def test_column_labels_survive_without_the_index(name):
+    """pyarrow's ``from_pandas(preserve_index=False)`` drops the labels' description: ``0`` came back ``'0'``."""
+    df = _frames()[name]
+    plain = pa.Table.from_pandas(df, preserve_index=False).to_pandas().columns
+    assert not (plain.equals(df.columns) and plain.name == df.columns.name)
+    back = table_from_pandas(df, preserve_index=False).to_pandas()
+    pd.testing.assert_index_equal(back.columns, df.columns, exact=True)
+    assert back.columns.name == df.columns.name
 
 
 def test_nan_anywhere_in_a_large_frame_is_null_where_pyarrow_says_so():

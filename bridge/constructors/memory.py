@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import ray
 
-from bridge.batch import frame_to_block
+from bridge.batch import frame_to_block, keeps_frame_index
 from bridge.block import Block, BlockMetadata, normalize_types
 from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
@@ -282,7 +282,8 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
         if len(frames) > 1 and override_num_blocks is None:
             n = 1
         pieces.extend(df.iloc[s:e] for s, e in split_even(len(df), n))
-    return _put_blocks(pieces, "FromPandas", convert=frame_to_block)
+    keep = keeps_frame_index([df.index for df in frames])
+    return _put_blocks(pieces, "FromPandas", convert=lambda piece: frame_to_block(piece, keep_index=keep))
 
 
 def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
@@ -309,6 +310,8 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
     except BatchTypeError as err:
         from bridge.errors import BridgeTypeError
 
+        if err.hint is not None:
+            raise BridgeTypeError(f"from_numpy: {err.what}", err.hint) from err
         raise BridgeTypeError(f"from_numpy: {err}", "mark missing entries of an object array with None "
                               "(arr[pandas.isna(arr)] = None) and keep one kind of value per column") from err
     msg = f"from_numpy() needs an ndarray, a list of ndarrays or a dict of ndarrays; got {type(arrays).__name__}"

@@ -55,7 +55,12 @@ class _ItemsRead:
     items: list[Any]
 
     def __call__(self) -> list[pa.Table]:
-        from bridge.batch import rows_to_block
+        from bridge.batch import BatchTypeError, rows_to_block
 
         rows = [x if isinstance(x, Mapping) else {"item": x} for x in self.items]
-        return [rows_to_block(rows)]
+        try:
+            return [rows_to_block(rows)]
+        except BatchTypeError as err:
+            from bridge.errors import BridgeTypeError
+
+            raise BridgeTypeError(f"from_items: {err.what}", err.hint or "keep one kind of value per column") from err

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 import secrets
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,11 @@ def check_state(state: dict[str, Any], where: str) -> None:
     if missing:
         msg = f"{where}: the state is missing {missing}; got keys {sorted(state)}"
         raise BridgeError(msg, "pass the dict returned by state_dict() of the same kind of iterator")
+    for key in ("epoch", "rows_consumed"):
+        value = state[key]
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+            msg = f"{where}: state[{key!r}] must be a whole number >= 0; got {value!r}"
+            raise BridgeError(msg, "pass the dict returned by state_dict() unchanged")
 
 
 class BatchIterator(Iterator[Any]):

@@ -58,7 +58,17 @@ MIN_PIECE_BYTES = 512 * 1024
 
 
 def sort_indices(table: pa.Table, sort_keys: SortKeys) -> pa.Array:
-    """Row order of ``table`` by ``sort_keys``, nulls (and NaN) last in either direction."""
+    """Row order of ``table`` by ``sort_keys``, nulls (and NaN) last in either direction.
+
+    A dictionary-encoded key orders by its values (Arrow cannot sort a table by one).
+    """
+    names = list(dict.fromkeys(c for c, _ in sort_keys))
+    if any(pa.types.is_dictionary(table.schema.field(c).type) for c in names):
+        keys = table.select(names)
+        for i, field in enumerate(keys.schema):
+            if pa.types.is_dictionary(field.type):
+                keys = keys.set_column(i, field.name, keys.column(i).cast(field.type.value_type))
+        table = keys
     return pc.sort_indices(table, sort_keys=[(c, o, "at_end") for c, o in sort_keys])
 
 
