@@ -79,6 +79,9 @@ class CSVFormat(FileFormat):
         if columns is not None:
             convert.include_columns = columns
         try:
+            if self.parse_options is None and parse.ignore_empty_lines and _one_column(fs, path, read, parse):
+                # Untyped too: one column's null row is an empty line (as write_csv writes it), not padding.
+                parse.ignore_empty_lines = False
             with fs.open_input_stream(path) as f:
                 table = pcsv.read_csv(f, read_options=read, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as err:
@@ -122,6 +125,17 @@ class CSVFormat(FileFormat):
         what = f"column {name!r}" if name else "a column"
         msg = f"CSV file {path!r}, {what}: a value does not fit schema= type {want}: {err}"
         return FileReadError(msg, f"fix schema= for {name!r} (read without schema= to see the inferred type)")
+
+
+def _one_column(fs: pafs.FileSystem, path: str, read: Any, parse: Any) -> bool:
+    """Whether the CSV file has a single column, as Arrow reads its first rows."""
+    probe = copy.copy(parse)
+    probe.invalid_row_handler = None  # the read's own handler counts bad lines: not here
+    try:
+        with fs.open_input_stream(path) as f:
+            return len(pcsv.open_csv(f, read_options=read, parse_options=probe).schema) == 1
+    except pa.ArrowInvalid:
+        return False
 
 
 class CSVDatasource(FileDatasource):

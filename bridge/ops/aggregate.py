@@ -98,7 +98,7 @@ class AggregateFn:
             accs[g] = self.merge(accs[g], acc) if seen[g] else acc
             seen[g] = True
         values = [self.finalize(a) if self.finalize is not None else a for a in accs]
-        return _to_arrow_values(values)
+        return _to_arrow_values(values, self.name)
 
     def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
         """Python accumulators, one per group: ``rows[g]`` are the block rows of group ``g``."""
@@ -119,15 +119,35 @@ class AggregateFn:
         return f"{type(self).__name__}({self.name})"
 
 
-def _to_arrow_values(values: list[Any]) -> pa.Array:
+def _to_arrow_values(values: list[Any], name: str) -> pa.Array:
+    """A custom aggregation's results (one per group) as one Arrow column.
+
+    Values that make no Arrow column (a float for one group and a str for another, a set) are
+    refused: they once came back as pickled bytes, different from the values and from group to group.
+    """
     if values and all(isinstance(v, np.ndarray) for v in values):
         from bridge.batch import to_block
 
         return to_block({"v": np.asarray(values, dtype=object)}).column("v").combine_chunks()
     try:
         return pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([pickle.dumps(v) for v in values], pa.binary())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as err:
+        from bridge.errors import BridgeTypeError
+
+        kinds = sorted({type(v).__name__ for v in values if v is not None})
+        msg = (f"AggregateFn {name!r}: its results ({', '.join(kinds)}) make no Arrow column: "
+               f"{str(err).splitlines()[0]}")
+        raise BridgeTypeError(msg, "return one kind of value from finalize (a number, str, list or dict), "
+                                   "e.g. finalize=lambda acc: float(acc)") from err
+
+
+def canonical_floats(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A float32/float64 column with -0.0 as 0.0 and every NaN one NaN (other columns as they are):
+    Arrow's hashing tells those bit patterns apart where ``==``, the sort and pandas see one value."""
+    t = col.type
+    if not (pa.types.is_float32(t) or pa.types.is_float64(t)):
+        return col
+    return pc.if_else(pc.is_nan(col), pa.scalar(float("nan"), t), pc.add(col, pa.scalar(0.0, t)))
 
 
 class _Builtin(AggregateFn):
@@ -185,7 +205,24 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_null(block.schema.field(i).type):
             block = block.set_column(i, col, block.column(i).cast(pa.float64()))
+    for kind in (Mean, Std):
+        for col in {a.on for a in aggs if type(a) is kind and a.on is not None}:
+            i = block.schema.get_field_index(col)
+            if i >= 0 and block.schema.get_field_index(_float_input(kind, col)) < 0:
+                values = block.column(i)
+                t = values.type
+                if pa.types.is_boolean(t) or (pa.types.is_integer(t) if kind is Mean else pa.types.is_decimal(t)):
+                    values = values.cast(pa.float64(), safe=False)  # rounds beyond 2**53, as NumPy does
+                block = block.append_column(_float_input(kind, col), values)
     return block
+
+
+def _float_input(kind: type, col: str) -> str:
+    """The column :class:`Mean` / :class:`Std` reads: bools as float64, and for the mean integers too,
+    as NumPy's ``mean`` accumulates them (an int64 sum wrapped past 2**63, e.g. nanosecond timestamps
+    as ints, and the mean came out wrong); for the std decimals (Arrow has no variance of bools or
+    decimals).  A decimal's mean is summed exactly."""
+    return f"__raybridge_{kind.__name__.lower()}_{col}"
 
 
 class Count(_Builtin):
@@ -278,7 +315,8 @@ class Mean(_Builtin):
         super().__init__(on, ignore_nulls, alias_name, "mean")
 
     def map_specs(self) -> list[Spec]:
-        return [(self.on, "sum", self._opts()), (self.on, "count", pc.CountOptions("only_valid"))]
+        assert self.on is not None
+        return [(_float_input(Mean, self.on), "sum", self._opts()), (self.on, "count", pc.CountOptions("only_valid"))]
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
         return [("sum", self._opts()), ("sum", None)]
@@ -308,10 +346,12 @@ class Std(_Builtin):
         self.ddof = ddof
 
     def map_specs(self) -> list[Spec]:
+        assert self.on is not None
+        values = _float_input(Std, self.on)
         return [
             (self.on, "count", pc.CountOptions("only_valid")),
-            (self.on, "mean", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
-            (self.on, "variance", pc.VarianceOptions(ddof=0, skip_nulls=True, min_count=1)),
+            (values, "mean", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+            (values, "variance", pc.VarianceOptions(ddof=0, skip_nulls=True, min_count=1)),
             (self.on, "count", pc.CountOptions("only_null")),
         ]
 
@@ -386,7 +426,7 @@ class Quantile(_Builtin):
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         lists = states[0]
-        values = pc.list_flatten(lists)
+        values = canonical_floats(pc.list_flatten(lists))
         owner = gid[pc.list_parent_indices(lists).to_numpy()]
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -426,7 +466,7 @@ class Unique(_Builtin):
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         lists = states[0]
-        values = pc.list_flatten(lists)
+        values = canonical_floats(pc.list_flatten(lists))
         owner = pa.array(gid[pc.list_parent_indices(lists).to_numpy()])
         table = pa.table({"g": owner, "v": values})
         per_group = table.group_by("g", use_threads=False).aggregate([("v", "distinct", self._count())])

@@ -25,16 +25,26 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
 from bridge.ops import exchange
-from bridge.ops.aggregate import AggregateFn, numeric_null_columns
+from bridge.ops.aggregate import AggregateFn, canonical_floats, numeric_null_columns
 
 _ROW = "__raybridge_row"
 #: The constant key a whole-Dataset aggregate groups by.
 _ALL = "__raybridge_all"
 
 
+def canonical_float_keys(table: pa.Table, keys: list[str]) -> pa.Table:
+    """``table`` with its float key columns made canonical (:func:`canonical_floats`): one group for
+    0.0 and -0.0, one for every NaN."""
+    for k in keys:
+        i = table.schema.get_field_index(k)
+        if i >= 0 and pa.types.is_floating(table.schema.field(i).type):
+            table = table.set_column(i, k, canonical_floats(table.column(i)))
+    return table
+
+
 def _aggregate(table: pa.Table, keys: list[str], specs: list[Any], names: list[str]) -> pa.Table:
     """``group_by(keys).aggregate(specs)`` with the result columns renamed to ``keys + names``."""
-    out = table.group_by(keys, use_threads=False).aggregate(specs)
+    out = canonical_float_keys(table, keys).group_by(keys, use_threads=False).aggregate(specs)
     # pyarrow >= 13 puts the keys first; older releases put them last.
     order = keys + names if out.column_names[: len(keys)] == keys else names + keys
     return out.rename_columns(order).select(keys + names)
@@ -58,6 +68,7 @@ def _key_values(groups: pa.Table, keys: list[str]) -> list[Any]:
 
 def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
     """One row per group of ``block``: the keys and every aggregation's state columns."""
+    names_in = block.column_names
     block = numeric_null_columns(block, aggs)
     specs, names, python_aggs = [], [], []
     for i, agg in enumerate(aggs):
@@ -74,7 +85,8 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
         names.append(_ROW)
     out = _aggregate(work, keys, specs, names)
     for i in python_aggs:
-        states = aggs[i].accumulate_groups(block, _key_values(out, keys), out.column(_ROW).combine_chunks())
+        states = aggs[i].accumulate_groups(block.select(names_in), _key_values(out, keys),
+                                           out.column(_ROW).combine_chunks())
         out = out.append_column(f"__s{i}_0", states)
     order = keys + [f"__s{i}_{j}" for i, a in enumerate(aggs) for j in range(len(a.merge_specs()))]
     return out.select(order)

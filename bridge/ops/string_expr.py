@@ -8,7 +8,8 @@ Supported: column names (or ``col("name with spaces")``), literals (numbers,
 strings, ``True`` / ``False`` / ``None``), comparisons ``== != < <= > >=``
 (chained too: ``1 < x < 5``), ``in`` / ``not in`` a tuple or list of literals,
 ``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / %`` and
-unary minus.  Anything else raises ``BridgeValueError`` naming it.
+unary minus, with Python's meaning (``/`` divides ints as floats, ``%`` takes the divisor's sign).
+Anything else raises ``BridgeValueError`` naming it.
 
 Example:
     >>> import pyarrow as pa
@@ -29,7 +30,8 @@ from bridge.errors import BridgeValueError
 
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
             ast.Gt: operator.gt, ast.GtE: operator.ge}
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+          ast.Mod: operator.mod}
 
 
 def _fail(source: str, what: str) -> BridgeValueError:
@@ -69,12 +71,18 @@ def _convert(node: ast.AST, source: str) -> Any:
         return node.value
     if isinstance(node, ast.BinOp):
         left, right = _convert(node.left, source), _convert(node.right, source)
+        if not isinstance(left, pc.Expression) and not isinstance(right, pc.Expression):
+            fn = _ARITH.get(type(node.op))
+            if fn is not None:
+                return fn(left, right)
         if isinstance(node.op, ast.Mod):
-            return pc.subtract_checked(left, pc.multiply_checked(pc.floor(pc.divide(left, right)), right))
+            # Python's %: the sign of the divisor, for ints exactly (Arrow's ``modulo`` floors).
+            return pc.modulo_checked(_expr(left), _expr(right))
+        if isinstance(node.op, ast.Div):
+            # Python's true division: Arrow divides two ints as ints (7 / 2 == 3); as floats here.
+            return pc.divide_checked(pc.multiply(_expr(left), 1.0), _expr(right))
         fn = _ARITH.get(type(node.op))
         if fn is not None:
-            if not isinstance(left, pc.Expression) and not isinstance(right, pc.Expression):
-                return fn(left, right)
             return fn(_expr(left), right)
     if isinstance(node, ast.Compare):
         terms = []
