@@ -422,3 +422,16 @@ def test_std_of_a_table_with_bool_and_decimal_columns_works_as_numpy():
     assert got["std(d)"] == pytest.approx(np.std([1.5, 2.5, 4.0], ddof=1))
     assert got["std(x)"] == pytest.approx(np.std([1, 2, 3, 4], ddof=1))
     assert bridge.from_arrow(t).aggregate(bridge.Sum("d"))["sum(d)"] == decimal.Decimal("8.0")
+
+
+def test_read_csv_without_schema_keeps_nan_apart_from_null(tmp_path):
+    # Arrow's default null spellings include "nan", which write_csv writes for NaN: NaN became null.
+    t = pa.table({"f": [float("nan"), float("inf"), None, 1e300], "s": ["NaN", "NA", None, "x"]})
+    bridge.from_arrow(t).write_csv(str(tmp_path / "out"))
+    back = bridge.read_csv(str(tmp_path / "out")).to_arrow()
+    f = back.column("f").to_pylist()
+    assert f[0] != f[0] and f[1:] == [float("inf"), None, 1e300]
+    assert back.column("s").to_pylist() == ["NaN", "NA", None, "x"]  # quoted strings stay strings
+    (tmp_path / "ext.csv").write_text("x,y\n1,NA\nnan,2\n")  # a file written elsewhere: NA is still null
+    rows = bridge.read_csv(str(tmp_path / "ext.csv")).take_all()
+    assert rows[0]["y"] is None and rows[1]["x"] != rows[1]["x"]

@@ -152,8 +152,10 @@ def read_csv(
     """CSV files through ``pyarrow.csv`` (types inferred; ``.gz``/``.bz2``/``.zst`` decompressed).
 
     CSV holds text, not types: read without ``schema``, ``uint8`` comes back as
-    ``int64``, ``float32`` as ``double``, NaN as null (so do ``"NA"`` and
-    ``"null"``), and an unquoted ``007`` as the number 7.
+    ``int64``, ``float32`` as ``double``, an unquoted ``NA``, ``null`` or ``N/A`` as
+    null (``nan`` stays NaN; an empty field is null), and an unquoted ``007`` as
+    the number 7.  A one-column file's empty lines are null rows (``write_csv``
+    writes a null so).
 
     Args:
         schema: A ``pyarrow.Schema`` (e.g. ``ds.schema()`` of the Dataset that was

@@ -63,8 +63,10 @@ class CSVFormat(FileFormat):
             convert = copy.copy(self.convert_options)
         else:
             # Rule (as pandas): an empty unquoted field is null, a quoted "" is an empty string;
-            # write_csv quotes every string, so nulls and "" both survive a round trip.
-            convert = pcsv.ConvertOptions(strings_can_be_null=True, quoted_strings_can_be_null=False)
+            # write_csv quotes every string, so nulls and "" both survive a round trip.  "nan" is
+            # NaN, not null (write_csv writes NaN so; Arrow's default list of null spellings has it).
+            convert = pcsv.ConvertOptions(strings_can_be_null=True, quoted_strings_can_be_null=False,
+                                          null_values=_NULL_SPELLINGS)
         if self.schema is not None:
             from bridge.io.typed_text import csv_parse_type
 
@@ -127,14 +129,22 @@ class CSVFormat(FileFormat):
         return FileReadError(msg, f"fix schema= for {name!r} (read without schema= to see the inferred type)")
 
 
+#: Arrow's default null spellings except those of NaN, which a float column reads as NaN.
+_NULL_SPELLINGS = [v for v in pcsv.ConvertOptions().null_values if v.lower().lstrip("-") != "nan"]
+
+#: Bytes of a file's start read to learn whether it has one column.
+_PROBE_BYTES = 64 * 1024
+
+
 def _one_column(fs: pafs.FileSystem, path: str, read: Any, parse: Any) -> bool:
-    """Whether the CSV file has a single column, as Arrow reads its first rows."""
+    """Whether the CSV file has a single column, as Arrow reads its first rows (its first 64 KiB)."""
     probe = copy.copy(parse)
     probe.invalid_row_handler = None  # the read's own handler counts bad lines: not here
     try:
         with fs.open_input_stream(path) as f:
-            return len(pcsv.open_csv(f, read_options=read, parse_options=probe).schema) == 1
-    except pa.ArrowInvalid:
+            head = f.read(_PROBE_BYTES)
+        return len(pcsv.open_csv(pa.BufferReader(head), read_options=read, parse_options=probe).schema) == 1
+    except (pa.ArrowInvalid, OSError):
         return False
 
 
