@@ -435,3 +435,17 @@ def test_read_csv_without_schema_keeps_nan_apart_from_null(tmp_path):
     (tmp_path / "ext.csv").write_text("x,y\n1,NA\nnan,2\n")  # a file written elsewhere: NA is still null
     rows = bridge.read_csv(str(tmp_path / "ext.csv")).take_all()
     assert rows[0]["y"] is None and rows[1]["x"] != rows[1]["x"]
+
+
+def test_grouping_by_and_min_of_dictionary_columns_with_a_dictionary_per_block():
+    # Blocks read from several files each have their own dictionary: grouping raised, min/max too.
+    a = pa.table({"k": pa.array(["x", "y", "x"]).dictionary_encode(), "v": pa.array(["p", "q", "r"]).dictionary_encode(),
+                  "n": [1, 2, 3]})
+    b = pa.table({"k": pa.array(["z", "x"]).dictionary_encode(), "v": pa.array(["a", "s"]).dictionary_encode(),
+                  "n": [4, 5]})
+    ds = bridge.from_arrow([a, b])
+    assert ds.groupby("k").sum("n").take_all() == [{"k": "x", "sum(n)": 9}, {"k": "y", "sum(n)": 2},
+                                                  {"k": "z", "sum(n)": 4}]
+    got = ds.groupby("k").aggregate(bridge.Min("v"), bridge.Max("v")).take_all()
+    assert [(r["min(v)"], r["max(v)"]) for r in got] == [("p", "s"), ("q", "q"), ("a", "a")]
+    assert (ds.min("v"), ds.max("v")) == ("a", "s")

@@ -196,15 +196,22 @@ def default_columns(schema: pa.Schema | None, op: str) -> list[str]:
 
 
 def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
-    """``block`` with the null-typed columns that Std, AbsMax and Quantile read cast to float64.
+    """``block`` as the built-ins' pyarrow kernels take it.
 
-    pyarrow has no variance kernel for the ``null`` type; as float64 the column
-    is simply all null, and so is its standard deviation.
+    The null-typed columns that Std, AbsMax and Quantile read are cast to float64 (pyarrow has no
+    variance kernel for the ``null`` type; as float64 the column is simply all null, and so is its
+    standard deviation); a dictionary column Min / Max read becomes its values; Mean and Std read a
+    column of their own (:func:`_float_input`).
     """
     for col in {a.on for a in aggs if isinstance(a, (Std, AbsMax, Quantile)) and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_null(block.schema.field(i).type):
             block = block.set_column(i, col, block.column(i).cast(pa.float64()))
+    for col in {a.on for a in aggs if isinstance(a, Min) and a.on is not None}:  # Max is a Min
+        i = block.schema.get_field_index(col)
+        if i >= 0 and pa.types.is_dictionary(block.schema.field(i).type):
+            # Arrow has no grouped min/max of a dictionary: its values (the same values) instead.
+            block = block.set_column(i, col, block.column(i).cast(block.schema.field(i).type.value_type))
     for kind in (Mean, Std):
         for col in {a.on for a in aggs if type(a) is kind and a.on is not None}:
             i = block.schema.get_field_index(col)

@@ -32,19 +32,23 @@ _ROW = "__raybridge_row"
 _ALL = "__raybridge_all"
 
 
-def canonical_float_keys(table: pa.Table, keys: list[str]) -> pa.Table:
-    """``table`` with its float key columns made canonical (:func:`canonical_floats`): one group for
-    0.0 and -0.0, one for every NaN."""
+def _canonical(table: pa.Table, keys: list[str]) -> pa.Table:
+    """``table`` as Arrow's hash grouping needs it to see equal values as equal: float keys made
+    canonical (:func:`canonical_floats`: one group for 0.0 and -0.0, one for every NaN), and the
+    chunks of each dictionary column on one dictionary (blocks read from several files have their
+    own, and grouping or ``min`` over them raised "Unifying differing dictionaries")."""
     for k in keys:
         i = table.schema.get_field_index(k)
         if i >= 0 and pa.types.is_floating(table.schema.field(i).type):
             table = table.set_column(i, k, canonical_floats(table.column(i)))
+    if any(pa.types.is_dictionary(f.type) for f in table.schema):
+        table = table.unify_dictionaries()
     return table
 
 
 def _aggregate(table: pa.Table, keys: list[str], specs: list[Any], names: list[str]) -> pa.Table:
     """``group_by(keys).aggregate(specs)`` with the result columns renamed to ``keys + names``."""
-    out = canonical_float_keys(table, keys).group_by(keys, use_threads=False).aggregate(specs)
+    out = _canonical(table, keys).group_by(keys, use_threads=False).aggregate(specs)
     # pyarrow >= 13 puts the keys first; older releases put them last.
     order = keys + names if out.column_names[: len(keys)] == keys else names + keys
     return out.rename_columns(order).select(keys + names)
