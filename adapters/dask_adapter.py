@@ -25,6 +25,7 @@ and changes no global Dask configuration.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,8 @@ def _fetch_distributed(ref: _DistributedKey) -> Any:
 
 
 @ray.remote(num_returns=2)
-def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) -> tuple[pa.Table, BlockMetadata]:
+def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int,
+                       keep_index: bool | None = None) -> tuple[pa.Table, BlockMetadata]:
     import dask
 
     from bridge.batch import frame_to_block
@@ -83,8 +85,20 @@ def _compute_partition(graph: dict[Hashable, Any], key: Hashable, index: int) ->
         raise BridgeError(msg, hint) from err
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()
-    block = frame_to_block(part)
+    block = frame_to_block(part, keep_index=keep_index)
     return block, BlockMetadata.of(block)
+
+
+def _keeps_range_index(ddf: Any) -> bool | None:
+    """``True`` where ``ddf``'s index is an unnamed ``RangeIndex`` that does not start at 0 (by its known
+    divisions): each partition holds a ``RangeIndex`` piece, which alone looks like a default index to
+    drop; ``None`` (each partition decides) otherwise."""
+    import pandas as pd
+
+    index = ddf._meta.index
+    if isinstance(index, pd.RangeIndex) and index.name is None and ddf.known_divisions and ddf.divisions[0] != 0:
+        return True
+    return None
 
 
 def _keep_nested_objects(ddf: Any) -> Any:
@@ -97,7 +111,8 @@ def _keep_nested_objects(ddf: Any) -> Any:
         if not isinstance(node, FromPandas) or not node.operand("pyarrow_strings_enabled"):
             continue
         frame = node.frame._data if hasattr(node.frame, "_data") else node.frame
-        if any(_holds_nested(frame[c]) for c in frame.columns if frame[c].dtype == object):
+        series = [frame] if not hasattr(frame, "columns") else [frame[c] for c in frame.columns]  # a Series too
+        if any(_holds_nested(s) for s in series if s.dtype == object):
             expr = expr.substitute(node, node.substitute_parameters({"pyarrow_strings_enabled": False}))
     return ddf if expr is ddf.expr else new_collection(expr)
 
@@ -207,12 +222,14 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
         published.publish()
         blocks: list[Any] = [None] * len(keys)
         metas: list[Any] = [None] * len(keys)
-        remote: dict[int, Any] = {i: _compute_partition.remote(sub, key, i)
+        keep = _keeps_range_index(ddf)
+        remote: dict[int, Any] = {i: _compute_partition.remote(sub, key, i, keep)
                                   for i, (sub, key, part) in enumerate(zip(shipped, keys, local)) if part is None}
         # Partitions this process holds: converted and put from a few threads (Arrow's conversion and
         # the copy into the object store release the GIL; one thread alone is bound by page faults).
         held = [i for i, part in enumerate(local) if part is not None]
-        for i, (block, meta) in zip(held, in_threads(_put_partition, [local[i] for i in held])):
+        put = functools.partial(_put_partition, keep_index=keep)
+        for i, (block, meta) in zip(held, in_threads(put, [local[i] for i in held])):
             blocks[i], metas[i] = block, meta
         for i, meta in zip(remote, ray.get([m for _, m in remote.values()])):
             blocks[i], metas[i] = remote[i][0], meta
@@ -238,13 +255,13 @@ def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:
     return None
 
 
-def _put_partition(part: Any) -> tuple[ray.ObjectRef, BlockMetadata]:
+def _put_partition(part: Any, keep_index: bool | None = None) -> tuple[ray.ObjectRef, BlockMetadata]:
     """A driver-held partition -> one Arrow block put by (and owned by) the driver: a single copy."""
     from bridge.batch import frame_to_block
 
     if hasattr(part, "to_frame") and not hasattr(part, "columns"):
         part = part.to_frame()
-    block = frame_to_block(part)
+    block = frame_to_block(part, keep_index=keep_index)
     return ray.put(block), BlockMetadata.of(block)
 
 

@@ -233,6 +233,12 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
         raise BridgeError(f"from_spark: parallelism must be >= 1; got {parallelism}", "pass e.g. parallelism=8")
     max_bytes = DataContext.get_current().target_max_block_size
     names = list(df.columns)
+    if not names:
+        # Rows without columns: Spark's Arrow batches of no columns carry no rows (mapInArrow gave 0).
+        from bridge import from_arrow
+        from bridge.block import table_without_columns
+
+        return from_arrow(table_without_columns(df.count()))
     # Spark resolves names with dots or backticks as paths inside mapInArrow; positional names are safe.
     safe = df.toDF(*[f"_c{i}" for i in range(len(names))])
     tables: Iterable[pa.Table]
@@ -380,11 +386,13 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     if method == "auto":
         method = "object_store" if _executors_share_ray(spark) else "copy"
     key = None
-    if method == "object_store" and nonempty:  # cast first: a column Spark cannot hold raises here
+    if method == "object_store" and nonempty and len(schema):  # cast first: a column Spark cannot hold raises
         key = _hold(spark, _spark_ready_refs(nonempty, target))
     try:
         if not nonempty:  # nothing to read: no worker needs Ray or the data
             out = spark.createDataFrame([], spark_schema)
+        elif not len(schema):  # rows without columns: Arrow's batches of no columns carry none to Spark
+            out = spark.range(sum(m.num_rows for _, m in nonempty)).select()
         elif key is not None:
             out = _frame_from_object_store(spark, key, len(nonempty), spark_schema)
         else:

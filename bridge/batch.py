@@ -369,14 +369,15 @@ def frame_to_block(df: Any, like: pa.Schema | None = None, *, keep_index: bool |
     ``like``: the Arrow schema the frame was made from, where the caller knows it
     (default: the one ``to_pandas`` left in ``df.attrs``); its types come back exactly.
     ``keep_index``: whether the index becomes column(s); ``None``: unless it is an unnamed
-    ``RangeIndex`` (a piece of a larger frame has one starting anywhere).
+    ``RangeIndex`` of step 1 (a piece of a larger default-indexed frame has one starting anywhere).
     """
     import pandas as pd
 
     from bridge.pandas_types import pandas_to_block, schema_of, table_from_pandas
 
     idx = df.index
-    default = isinstance(idx, pd.RangeIndex) and idx.name is None if keep_index is None else not keep_index
+    default = isinstance(idx, pd.RangeIndex) and idx.name is None and idx.step == 1 if keep_index is None \
+        else not keep_index
     like = like if like is not None else schema_of(df)
     if like is not None:
         # A frame this library made (to_pandas, to_dask, to_modin): its Arrow types come back exactly.

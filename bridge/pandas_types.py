@@ -358,12 +358,18 @@ _SPLIT_FLOAT_BYTES = 4 * 1024**2
 def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) -> pa.Table:
     """``pyarrow.Table.from_pandas(df, preserve_index=...)``, faster for float data (:func:`_from_pandas`).
 
-    One difference: without the index (``preserve_index=False``) pyarrow leaves out the description
-    of the column labels too, so int labels came back as strings and ``df.columns.name`` was lost;
-    here it is kept wherever the labels are not plain unnamed strings.
+    Two differences: without the index (``preserve_index=False``) pyarrow leaves out the description
+    of the column labels too, so int labels came back as strings and ``df.columns.name`` was lost
+    (here it is kept wherever the labels are not plain unnamed strings), and it makes a frame without
+    columns a table without rows (here it keeps its row count).
     """
-    table = _from_pandas(df, preserve_index)
     labels = df.columns
+    if len(labels) == 0 and preserve_index is False:
+        # pyarrow makes a frame without columns a table without rows: its rows would be lost.
+        from bridge.block import table_without_columns
+
+        return table_without_columns(len(df), pa.Table.from_pandas(df.iloc[:0], preserve_index=False).schema.metadata)
+    table = _from_pandas(df, preserve_index)
     if preserve_index is False and not (labels.nlevels == 1 and labels.name is None
                                         and labels.inferred_type in ("string", "empty")):
         meta = table.schema.pandas_metadata

@@ -449,3 +449,28 @@ def test_grouping_by_and_min_of_dictionary_columns_with_a_dictionary_per_block()
     got = ds.groupby("k").aggregate(bridge.Min("v"), bridge.Max("v")).take_all()
     assert [(r["min(v)"], r["max(v)"]) for r in got] == [("p", "s"), ("q", "q"), ("a", "a")]
     assert (ds.min("v"), ds.max("v")) == ("a", "s")
+
+
+# ---------------------------------------------------------------- adapters (a hunt through the round trips, 2026-11-25)
+
+def test_a_frame_with_rows_and_no_columns_keeps_its_rows():
+    dd = pytest.importorskip("dask.dataframe")
+    pdf = pd.DataFrame(index=range(4))  # pyarrow makes it a table of 0 rows
+    assert bridge.from_pandas(pdf).count() == 4 and bridge.from_pandas(pdf).to_pandas().shape == (4, 0)
+    assert bridge.from_dask(dd.from_pandas(pdf, npartitions=2)).count() == 4
+
+
+@pytest.mark.parametrize("index", [pd.RangeIndex(5, 9), pd.RangeIndex(0, 8, 2)])
+def test_from_dask_keeps_a_range_index_that_is_not_the_default(index):
+    dd = pytest.importorskip("dask.dataframe")
+    p = pd.DataFrame({"a": [1, 2, 3, 4]}, index=index)
+    assert bridge.from_dask(dd.from_pandas(p, npartitions=2)).to_pandas().index.tolist() == list(index)
+    assert bridge.from_pandas(p).to_pandas().index.tolist() == list(index)  # the same rule as from_pandas
+    default = pd.DataFrame({"a": [1, 2, 3, 4]})
+    assert bridge.from_dask(dd.from_pandas(default, npartitions=2)).schema().names == ["a"]
+
+
+def test_from_dask_of_a_series_built_from_pandas():
+    dd = pytest.importorskip("dask.dataframe")
+    s = dd.from_pandas(pd.Series([1, 2, 3], name="x"), npartitions=2)  # raised AttributeError ('columns')
+    assert bridge.from_dask(s).take_all() == [{"x": 1}, {"x": 2}, {"x": 3}]
