@@ -28,6 +28,55 @@ def is_list_like(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+
+
+def fitted_array(items: list[Any], like: pa.DataType) -> pa.Array | None:
+    """``pa.array(items, type=like)`` where that keeps every value, else ``None``.
+
+    pyarrow's conversion to a given type changes values without a word: floats into an int type
+    are truncated (``0.5`` -> ``0``), a struct drops the fields the type lacks, a datetime into a
+    date loses its time, an int into a timestamp becomes microseconds since 1970.  So the result is
+    compared with what the values say by themselves (``pa.array(items)``): kept where, cast back,
+    it is those values; the caller then uses the values' own type.
+    """
+    try:
+        inferred: pa.Array | None = pa.array(items)
+    except _CONVERSION_ERRORS:
+        inferred = None  # only the type reads them (ints in [2**63, 2**64) for uint64, ...)
+    if inferred is not None and inferred.type == like:
+        return inferred  # the common case (an int column stays int): one conversion
+    try:
+        typed = pa.array(items, type=like)
+    except _CONVERSION_ERRORS:
+        return None
+    if inferred is None:
+        return typed  # nothing to compare with
+    t = inferred.type
+    if t == typed.type or pa.types.is_null(t):
+        return typed
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
+            pa.types.is_temporal(like) or pa.types.is_boolean(like) and not pa.types.is_boolean(t)):
+        return None  # a number is not a time (nor a flag)
+    if pa.types.is_struct(t) and pa.types.is_struct(like) and not (
+            {t.field(i).name for i in range(t.num_fields)} <= {like.field(i).name for i in range(like.num_fields)}):
+        return None  # fields the type lacks would be dropped
+    try:
+        back = typed.cast(t, safe=False)
+    except _CONVERSION_ERRORS:
+        return typed  # no way back to compare (a map, an extension type): as pyarrow read it
+    return typed if _same_values(back, inferred) else None
+
+
+def _same_values(a: pa.Array, b: pa.Array) -> bool:
+    if a.equals(b):
+        return True
+    if not pa.types.is_floating(a.type) or a.null_count != b.null_count:
+        return False
+    x, y = a.to_numpy(zero_copy_only=False), b.to_numpy(zero_copy_only=False)
+    return bool(np.array_equal(x, y, equal_nan=True))
+
+
 def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     items = list(values)
     if not items and like is not None:
@@ -40,16 +89,15 @@ def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
             if fixed is not None:
                 return fixed
         elif is_list_like(like) and all(v is None or (isinstance(v, np.ndarray) and v.ndim == 1) for v in items):
-            try:
-                return pa.array([None if v is None else v.tolist() for v in items], type=like)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-                pass
+            fitted = fitted_array([None if v is None else v.tolist() for v in items], like)
+            if fitted is not None:
+                return fitted
     if like is not None and not tensor.is_tensor(like) and not isinstance(first, np.ndarray):
-        # Python objects (ints with None, Decimals, dicts...): the input column's type says what they were.
-        try:
-            return pa.array(items, type=like)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-            pass
+        # Python objects (ints with None, Decimals, dicts...): the input column's type says what they
+        # were, where it holds the values unchanged.
+        fitted = fitted_array(items, like)
+        if fitted is not None:
+            return fitted
     if isinstance(first, np.ndarray):
         arrays = [v for v in items if v is not None]
         if all(a.ndim == 1 for a in arrays) and first.ndim == 1:

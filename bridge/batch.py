@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bridge import tensor
-from bridge.arrow_values import empty_array, is_list_like, object_column
+from bridge.arrow_values import empty_array, fitted_array, is_list_like, object_column
 from bridge.block import Block, normalize_types
 
 if TYPE_CHECKING:
@@ -282,7 +282,10 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
             return pc.cast(col, pa.timestamp(t.unit, like.tz)).cast(like)
         if pa.types.is_dictionary(like):
             return pc.cast(col, like.value_type).dictionary_encode().cast(like)
-        return pc.cast(col, like, safe=True)
+        out = pc.cast(col, like, safe=True)
+        if pa.types.is_date(like) and pa.types.is_timestamp(t) and not pc.cast(out, t).equals(col):
+            return col  # times of day (Arrow's cast to a date drops them even when "safe")
+        return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return col
 
@@ -487,10 +490,9 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
 
 def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") -> pa.Array:
     if like is not None and not tensor.is_tensor(like):
-        try:
-            return pa.array(values, type=like)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-            pass
+        fitted = fitted_array(values, like)  # the input column's type, where it changes no value
+        if fitted is not None:
+            return fitted
     try:
         return pa.array(values)
     except OverflowError:

@@ -8,6 +8,7 @@ with nulls two levels down, bool tensors); these are the rest.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 
 import numpy as np
@@ -474,3 +475,74 @@ def test_from_dask_of_a_series_built_from_pandas():
     dd = pytest.importorskip("dask.dataframe")
     s = dd.from_pandas(pd.Series([1, 2, 3], name="x"), npartitions=2)  # raised AttributeError ('columns')
     assert bridge.from_dask(s).take_all() == [{"x": 1}, {"x": 2}, {"x": 3}]
+
+
+# ---------------------------------------------------------------- functions' results (a hunt through map and io, 2026-11-25)
+
+@pytest.mark.parametrize("make, want", [
+    (lambda: bridge.range(4).map(lambda r: {"id": r["id"] / 2}), [0.0, 0.5, 1.0, 1.5]),
+    (lambda: bridge.range(3).flat_map(lambda r: [{"id": r["id"] / 2}]), [0.0, 0.5, 1.0]),
+    (lambda: bridge.range(3).map_batches(lambda b: {"id": [v / 2 for v in b["id"]]}), [0.0, 0.5, 1.0]),
+    (lambda: bridge.from_items([{"id": 1}, {"id": None}, {"id": 3}]).map_batches(
+        lambda b: {"id": np.array([None if v is None else v / 2 for v in b["id"]], dtype=object)}), [0.5, None, 1.5]),
+    (lambda: bridge.from_items([{"id": [1, 2]}, {"id": [3]}]).map_batches(
+        lambda b: {"id": np.array([r / 2 for r in b["id"]], dtype=object)}), [[0.5, 1.0], [1.5]]),
+    (lambda: bridge.from_items([{"id": {"a": 1}}]).map(lambda r: {"id": {"a": 1, "b": 2}}), [{"a": 1, "b": 2}]),
+    (lambda: bridge.from_items([{"id": datetime.date(2020, 1, 1)}]).map(
+        lambda r: {"id": datetime.datetime(2020, 1, 1, 12, 30)}), [datetime.datetime(2020, 1, 1, 12, 30)]),
+    (lambda: bridge.from_items([{"id": datetime.datetime(2020, 1, 1)}]).map(lambda r: {"id": 5}), [5]),
+    (lambda: bridge.from_items([{"id": datetime.date(2020, 1, 1)}]).map_batches(
+        lambda b: {"id": b["id"].astype("datetime64[s]") + np.timedelta64(43200, "s")}),
+     [datetime.datetime(2020, 1, 1, 12)]),
+])
+def test_a_function_result_keeps_its_values_whatever_the_input_column_was(make, want):
+    # pyarrow's conversion into the input column's type truncated: 0.5 -> 0, a datetime -> its date,
+    # 5 -> 5 microseconds after 1970, a new struct field dropped.
+    assert [r["id"] for r in make().take_all()] == want
+
+
+def test_an_identity_function_keeps_every_type():
+    t = pa.table({"u": pa.array([1, 2], pa.uint8()), "f": pa.array([0.1, 2.5], pa.float32()),
+                  "dec": pa.array([decimal.Decimal("1.10"), None], pa.decimal128(5, 2)),
+                  "s": pa.array(["a", "b"]).dictionary_encode(), "ts": pa.array([0, 1], pa.timestamp("ns", tz="Asia/Tokyo")),
+                  "m": pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int64())),
+                  "ls": pa.array(["x", None], pa.large_string()), "n": pa.array([None, None], pa.int32()),
+                  "d": pa.array([datetime.date(2020, 1, 1), None])})
+    ds = bridge.from_arrow(t)
+    for out in (ds.map(lambda r: r), ds.flat_map(lambda r: [r])):
+        assert out.schema() == t.schema
+        assert out.take_all() == ds.take_all()
+
+
+def test_read_json_of_an_array_keeps_keys_the_first_object_lacks(tmp_path):
+    (tmp_path / "a.json").write_text('[{"a": 1}, {"a": 2, "b": "x"}]')
+    for kw in ({}, {"lines": False}):
+        assert bridge.read_json(str(tmp_path / "a.json"), **kw).take_all() == [{"a": 1, "b": None}, {"a": 2, "b": "x"}]
+
+
+def test_read_text_splits_at_line_ends_only(tmp_path):
+    # str.splitlines() also split at \u2028, form feeds and record separators: rows made up.
+    (tmp_path / "t.txt").write_bytes("x\u2028y\x0cz\x1e\nsecond\r\n\nlast\n".encode())
+    assert [r["text"] for r in bridge.read_text(str(tmp_path / "t.txt")).take_all()] == \
+        ["x\u2028y\x0cz\x1e", "second", "", "last"]
+
+
+def test_read_parquet_with_columns_and_include_paths_keeps_the_path(tmp_path):
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2], "b": [3, 4]}), tmp_path / "x.parquet")
+    rows = bridge.read_parquet(str(tmp_path), columns=["a"], include_paths=True).take_all()
+    assert [sorted(r) for r in rows] == [["a", "path"]] * 2 and rows[0]["path"].endswith("x.parquet")
+
+
+class _TwoBatches:
+    def __call__(self, batch):
+        yield {"x": batch["id"]}
+        yield {"x": batch["id"] + 100}
+
+
+def test_a_callable_class_that_yields_gives_every_batch_it_yields():
+    # Under the pool actor's lock the generator became one list, then was refused as one batch.
+    for kw in ({"concurrency": 1}, {"concurrency": 2, "batch_size": 2}):
+        out = bridge.range(4).map_batches(_TwoBatches, **kw)
+        assert sorted(r["x"] for r in out.take_all()) == [0, 1, 2, 3, 100, 101, 102, 103]

@@ -101,6 +101,8 @@ def read_parquet(
     from bridge.io.parquet_datasource import ParquetDatasource
 
     exts = tuple(file_extensions) if file_extensions else None
+    if include_paths and columns is not None and "path" not in columns:
+        columns = [*columns, "path"]  # asked for: the path column comes after the chosen ones (it was dropped)
     return read_datasource(ParquetDatasource(
         paths, columns=columns, filter=filter, filesystem=filesystem, partitioning=partitioning, schema=schema,
         file_extensions=exts, override_num_blocks=override_num_blocks, include_paths=include_paths,

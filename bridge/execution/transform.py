@@ -147,8 +147,8 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
             return fn(arg, *user.args, **user.kwargs)
         with lock.hold(ctx.task_index):
             out = fn(arg, *user.args, **user.kwargs)
-            # A generator's body is user code too: run it here, under the lock.
-            return list(out) if _is_generator(out) else out
+            # A generator's body is user code too: run it here, under the lock (its batches stay several).
+            return _Yielded(out) if _is_generator(out) else out
     except BridgeError:
         raise
     except Exception as err:
@@ -260,7 +260,7 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
             if b.num_rows == 0 and b.num_columns > 0 and batch_size is not None:
                 continue
             out = call_user_fn(fn, to_batch(b), user, ctx, label)
-            results = out if _is_generator(out) else [out]
+            results = out if _is_generator(out) or isinstance(out, _Yielded) else [out]
             for res in results:
                 try:
                     yield batch_mod.to_block(res, like=b.schema)
@@ -269,6 +269,10 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
                                       "or a pyarrow.Table (one batch), or yield several") from err
 
     return BlockTransform(run, label, user)
+
+
+class _Yielded(list[Any]):
+    """What a generator yielded, run to its end under a pool actor's lock: several results, not one."""
 
 
 def _is_generator(obj: Any) -> bool:

@@ -69,7 +69,7 @@ class JSONFormat(FileFormat):
         if self.lines is False:
             return _document_table(data, path)
         if is_array:
-            return pa.Table.from_pylist(json.loads(data))
+            return _rows_table(json.loads(data))
         kwargs = {}
         if self.read_options is not None:
             kwargs["read_options"] = self.read_options
@@ -100,7 +100,15 @@ def _document_table(data: bytes, path: str) -> pa.Table:
     if bad is not None:
         msg = f"read_json: {path!r} holds a {type(bad).__name__} where a row (a JSON object) was expected"
         raise FileReadError(msg, "each row must be an object such as {\"a\": 1}")
-    return pa.Table.from_pylist(rows)
+    return _rows_table(rows)
+
+
+def _rows_table(rows: list[Any]) -> pa.Table:
+    """Objects -> a table with every key any of them has (``pa.Table.from_pylist`` takes the first
+    object's keys only: a key the first lacked was dropped from every row), null where one is missing."""
+    if not rows:
+        return pa.table({})
+    return pa.Table.from_struct_array(pa.array(rows))
 
 
 class JSONDatasource(FileDatasource):

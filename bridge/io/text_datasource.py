@@ -23,7 +23,12 @@ class TextFormat(FileFormat):
     hint = "pass encoding= for files that are not UTF-8 (e.g. encoding='latin-1')"
 
     def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
-        lines = read_bytes(fs, path).decode(self.encoding).splitlines()
+        text = read_bytes(fs, path).decode(self.encoding)
+        # Lines end at "\n" (a "\r" before it belongs to the ending), as Ray Data splits them:
+        # str.splitlines() also split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029 (rows made up).
+        lines = [line.removesuffix("\r") for line in text.split("\n")]
+        if lines and lines[-1] == "" and text.endswith("\n") or text == "":
+            lines.pop()
         if self.drop_empty_lines:
             lines = [line for line in lines if line.strip()]
         yield pa.table({"text": pa.array(lines, pa.string())})
