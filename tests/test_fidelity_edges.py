@@ -546,3 +546,12 @@ def test_a_callable_class_that_yields_gives_every_batch_it_yields():
     for kw in ({"concurrency": 1}, {"concurrency": 2, "batch_size": 2}):
         out = bridge.range(4).map_batches(_TwoBatches, **kw)
         assert sorted(r["x"] for r in out.take_all()) == [0, 1, 2, 3, 100, 101, 102, 103]
+
+
+def test_add_column_puts_a_reordered_series_back_on_its_rows():
+    # The Series went in by position: sorted values landed on other rows.
+    out = bridge.range(3).add_column("z", lambda df: df["id"].sort_values(ascending=False) * 10).take_all()
+    assert [(r["id"], r["z"]) for r in out] == [(0, 0), (1, 10), (2, 20)]
+    stored = pd.DataFrame({"x": [1, 2]}, index=[7, 9])  # a Series of other labels still goes in by position
+    assert [r["y"] for r in bridge.from_pandas(stored).add_column("y", lambda df: pd.Series([5, 6])).take_all()] \
+        == [5, 6]

@@ -359,13 +359,29 @@ def project_transform(
     return BlockTransform(run, label)
 
 
+def _aligned(value: Any, batch: Any) -> Any:
+    """A pandas Series holding the batch's own labels in another order (``df["x"].sort_values()``)
+    put back in the batch's row order, as pandas' assignment aligns it (it went in by position:
+    values landed on other rows).  Any other Series goes in by position."""
+    index = getattr(value, "index", None)
+    if index is None or not hasattr(value, "reindex") or index.equals(batch.index):
+        return value
+    if len(index) == len(batch.index) and index.is_unique and batch.index.is_unique \
+            and index.sort_values().equals(batch.index.sort_values()):
+        return value.reindex(batch.index)
+    return value
+
+
 def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) -> BlockTransform:
     fmt = batch_mod.normalize_format(batch_format)
 
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         fn = user.resolve(label)
         for b in blocks:
-            value = call_user_fn(fn, batch_mod.to_batch(b, fmt), user, ctx, label)
+            batch = batch_mod.to_batch(b, fmt)
+            value = call_user_fn(fn, batch, user, ctx, label)
+            if fmt == "pandas":
+                value = _aligned(value, batch)
             if value is None or isinstance(value, (bool, int, float, str, bytes)) or (
                     hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
                 value = pa.array([value.item() if hasattr(value, "item") else value] * b.num_rows)  # a scalar
