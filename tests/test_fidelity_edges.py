@@ -555,3 +555,22 @@ def test_add_column_puts_a_reordered_series_back_on_its_rows():
     stored = pd.DataFrame({"x": [1, 2]}, index=[7, 9])  # a Series of other labels still goes in by position
     assert [r["y"] for r in bridge.from_pandas(stored).add_column("y", lambda df: pd.Series([5, 6])).take_all()] \
         == [5, 6]
+
+
+class _Doubles:
+    async def __call__(self, batch):
+        return {"x": batch["id"] * 2}
+
+
+class _AsyncTwoBatches:
+    async def __call__(self, batch):
+        yield {"x": batch["id"]}
+        yield {"x": batch["id"] + 100}
+
+
+def test_async_callable_classes_run_and_give_their_batches():
+    # The coroutine was returned un-awaited and refused as "not a batch".
+    out = bridge.range(6).map_batches(_Doubles, concurrency=1, batch_size=2)
+    assert sorted(r["x"] for r in out.take_all()) == [0, 2, 4, 6, 8, 10]
+    out = bridge.range(4).map_batches(_AsyncTwoBatches, concurrency=2)
+    assert sorted(r["x"] for r in out.take_all()) == [0, 1, 2, 3, 100, 101, 102, 103]

@@ -144,9 +144,9 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
     try:
         lock = _user_call_lock
         if lock is None:
-            return fn(arg, *user.args, **user.kwargs)
+            return _awaited(fn(arg, *user.args, **user.kwargs))
         with lock.hold(ctx.task_index):
-            out = fn(arg, *user.args, **user.kwargs)
+            out = _awaited(fn(arg, *user.args, **user.kwargs))
             # A generator's body is user code too: run it here, under the lock (its batches stay several).
             return _Yielded(out) if _is_generator(out) else out
     except BridgeError:
@@ -269,6 +269,23 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
                                       "or a pyarrow.Table (one batch), or yield several") from err
 
     return BlockTransform(run, label, user)
+
+
+def _awaited(out: Any) -> Any:
+    """An ``async def __call__``'s coroutine run to its result (an async generator's batches collected),
+    on this actor thread's own event loop: the pool runs such classes without its lock, several calls
+    at once (they were returned un-awaited, and failed as "not a batch")."""
+    import asyncio
+    import inspect
+
+    if inspect.iscoroutine(out):
+        return asyncio.run(out)
+    if inspect.isasyncgen(out):
+        async def collect() -> list[Any]:
+            return [item async for item in out]
+
+        return _Yielded(asyncio.run(collect()))
+    return out
 
 
 class _Yielded(list[Any]):
