@@ -70,7 +70,7 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
     """An Xorbits DataFrame -> Dataset, one block per ``batch_size`` rows."""
     from bridge import from_blocks
     from bridge._ray import ensure_ray
-    from bridge.batch import frame_to_block
+    from bridge.batch import frame_to_block, keeps_frame_index
 
     if not _is_xorbits_frame(df):
         msg = f"from_mars() needs an xorbits.pandas DataFrame; got {type(df).__module__}.{type(df).__name__}"
@@ -85,10 +85,13 @@ def mars_to_dataset(df: Any, *, batch_size: int = DEFAULT_BATCH_ROWS) -> Materia
     fetched = [0]
 
     def blocks() -> Any:
+        keep = None  # decided by the first batch for all: a frame indexed 2, 3, ... keeps its labels
         try:
             for part in df.iterbatch(batch_size=batch_size):
                 fetched[0] += 1
-                yield frame_to_block(part, like)
+                if keep is None:
+                    keep = keeps_frame_index([part.index])
+                yield frame_to_block(part, like, keep_index=keep)
         except BridgeError:
             raise
         except Exception as err:

@@ -59,3 +59,13 @@ def test_a_frame_changed_in_place_is_read_by_its_own_dtypes(xpd):
     x = bridge.from_arrow(pa.table({"s": pa.array(["a", "b"], pa.large_string())})).to_mars()
     x["s"] = 1  # the remembered schema no longer describes the frame
     assert bridge.from_mars(x).to_arrow().schema == pa.schema([("s", pa.int64())])
+
+
+def test_a_range_index_that_is_not_the_default_keeps_its_labels(xpd):
+    # Each batch holds a RangeIndex piece: alone it looked like a default index and was dropped.
+    p = pd.DataFrame({"a": np.arange(6)}, index=pd.RangeIndex(5, 11))
+    ds = bridge.from_mars(xpd.DataFrame(p, chunk_size=2), batch_size=3)
+    assert ds.to_pandas().index.tolist() == list(range(5, 11))
+    assert bridge.from_pandas(p).to_pandas().index.tolist() == list(range(5, 11))  # the same as from_pandas
+    default = bridge.from_mars(xpd.DataFrame(pd.DataFrame({"a": np.arange(6)}), chunk_size=2), batch_size=3)
+    assert default.schema().names == ["a"]
