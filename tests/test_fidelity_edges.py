@@ -395,6 +395,19 @@ def test_mean_of_integers_whose_sum_passes_int64_is_not_wrapped():
     assert got["mean(t)"] == pytest.approx(sum(stamps) / 10, rel=1e-15) and got["min(t)"] == stamps[0]
 
 
+def test_an_integer_sum_that_wraps_is_refused_and_one_that_fits_is_exact():
+    stamps = [1_700_000_000_000_000_000 + i for i in range(10)]  # the int64 sum wrapped to a negative number
+    ds = bridge.from_items([{"k": i % 2, "t": v} for i, v in enumerate(stamps)])
+    with pytest.raises(bridge.errors.BridgeValueError, match=r"sum\(t\).*beyond int64") as err:
+        ds.sum("t")
+    assert "decimal" in err.value.hint
+    halves = ds.groupby("k").sum("t").take_all()  # each group's sum fits: exact, as ints
+    assert [r["sum(t)"] for r in halves] == [sum(stamps[0::2]), sum(stamps[1::2])]
+    exact = ds.add_column("t", lambda t: pa.compute.cast(t["t"], pa.decimal128(38, 0)), batch_format="pyarrow")
+    assert exact.sum("t") == sum(stamps)  # the hint's way
+    assert bridge.from_items([{"x": 1.5}, {"x": None}, {"x": 2}]).sum("x") == 3.5
+
+
 def test_a_custom_aggregate_whose_results_make_no_column_is_refused_not_pickled():
     agg = bridge.AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, accumulate_row=lambda a, r: a + r["x"],
                              finalize=lambda a: "big" if a > 4 else a, name="m")

@@ -221,7 +221,17 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
                 if pa.types.is_boolean(t) or (pa.types.is_integer(t) if kind is Mean else pa.types.is_decimal(t)):
                     values = values.cast(pa.float64(), safe=False)  # rounds beyond 2**53, as NumPy does
                 block = block.append_column(_float_input(kind, col), values)
+    for col in {a.on for a in aggs if type(a) is Sum and a.on is not None}:
+        i = block.schema.get_field_index(col)
+        if i >= 0 and pa.types.is_integer(block.schema.field(i).type) \
+                and block.schema.get_field_index(_float_input(Sum, col)) < 0:
+            block = block.append_column(_float_input(Sum, col), block.column(i).cast(pa.float64(), safe=False))
     return block
+
+
+#: The prefix of a column an aggregation reads only for some input types (Sum's float64 check of an
+#: integer sum): a block without it gets a null state instead (:func:`bridge.ops.groupby.partial_states`).
+OPTIONAL_INPUT = "__raybridge_sum_"
 
 
 def _float_input(kind: type, col: str) -> str:
@@ -270,10 +280,31 @@ class Sum(_Builtin):
         super().__init__(on, ignore_nulls, alias_name, "sum")
 
     def map_specs(self) -> list[Spec]:
-        return [(self.on, "sum", self._opts())]
+        assert self.on is not None
+        # The sum of an integer column again in float64: Arrow's int sum wraps past 2**63 without a word.
+        return [(self.on, "sum", self._opts()), (_float_input(Sum, self.on), "sum", self._opts())]
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
-        return [("sum", self._opts())]
+        return [("sum", self._opts()), ("sum", self._opts())]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        total, approx = merged
+        assert total is not None
+        if approx is not None and pa.types.is_integer(total.type) and approx.null_count < len(approx):
+            # A wrapped sum is 2**64 away from the float one; rounding in the float sum is far below 2**62.
+            gap = np.abs(total.to_numpy(zero_copy_only=False).astype(np.float64)
+                         - approx.to_numpy(zero_copy_only=False).astype(np.float64))
+            wrapped = np.flatnonzero(np.nan_to_num(gap, nan=0.0) > 2.0**62)
+            if len(wrapped):
+                from bridge.errors import BridgeValueError
+
+                exact = float(approx[int(wrapped[0])].as_py())
+                msg = (f"sum({self.on}): the sum of {len(wrapped)} group(s) is beyond {total.type} "
+                       f"(about {exact:.6g}); Arrow's integer sum wrapped it")
+                raise BridgeValueError(msg, f"sum it as decimals (exact) or floats: cast {self.on!r} first, e.g. "
+                                            f"ds.add_column({self.on!r}, lambda t: pc.cast(t[{self.on!r}], "
+                                            f"pa.decimal128(38, 0)), batch_format='pyarrow')")
+        return total
 
 
 class Min(_Builtin):

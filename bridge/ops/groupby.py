@@ -25,7 +25,7 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
 from bridge.ops import exchange
-from bridge.ops.aggregate import AggregateFn, canonical_floats, numeric_null_columns
+from bridge.ops.aggregate import OPTIONAL_INPUT, AggregateFn, canonical_floats, numeric_null_columns
 
 _ROW = "__raybridge_row"
 #: The constant key a whole-Dataset aggregate groups by.
@@ -74,13 +74,16 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
     """One row per group of ``block``: the keys and every aggregation's state columns."""
     names_in = block.column_names
     block = numeric_null_columns(block, aggs)
-    specs, names, python_aggs = [], [], []
+    specs, names, python_aggs, absent = [], [], [], []
     for i, agg in enumerate(aggs):
         map_specs = agg.map_specs()
         if map_specs is None:
             python_aggs.append(i)
             continue
         for j, (col, fn, opts) in enumerate(map_specs):
+            if isinstance(col, str) and col.startswith(OPTIONAL_INPUT) and col not in block.column_names:
+                absent.append(f"__s{i}_{j}")  # an input this block's types do not need: a null state
+                continue
             specs.append(_spec(col, fn, opts))
             names.append(f"__s{i}_{j}")
     work = _with_row_ids(block) if python_aggs else block
@@ -88,6 +91,8 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
         specs.append((_ROW, "list"))
         names.append(_ROW)
     out = _aggregate(work, keys, specs, names)
+    for name in absent:
+        out = out.append_column(name, pa.nulls(out.num_rows, pa.float64()))
     for i in python_aggs:
         states = aggs[i].accumulate_groups(block.select(names_in), _key_values(out, keys),
                                            out.column(_ROW).combine_chunks())
