@@ -406,6 +406,11 @@ def test_an_integer_sum_that_wraps_is_refused_and_one_that_fits_is_exact():
     exact = ds.add_column("t", lambda t: pa.compute.cast(t["t"], pa.decimal128(38, 0)), batch_format="pyarrow")
     assert exact.sum("t") == sum(stamps)  # the hint's way
     assert bridge.from_items([{"x": 1.5}, {"x": None}, {"x": 2}]).sum("x") == 3.5
+    # Blocks whose own sums fit, the total not: the merge wrapped.
+    two = bridge.from_arrow([pa.table({"x": [6 * 10**18]}), pa.table({"x": [6 * 10**18]})])
+    with pytest.raises(bridge.errors.BridgeValueError, match="beyond int64"):
+        two.sum("x")
+    assert bridge.from_arrow([pa.table({"x": [6 * 10**18]}), pa.table({"x": [-6 * 10**18]})]).sum("x") == 0
 
 
 def test_a_custom_aggregate_whose_results_make_no_column_is_refused_not_pickled():

@@ -224,13 +224,24 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
     for col in {a.on for a in aggs if type(a) is Sum and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_integer(block.schema.field(i).type) \
-                and block.schema.get_field_index(_float_input(Sum, col)) < 0:
+                and block.schema.get_field_index(_float_input(Sum, col)) < 0 and _may_wrap(block.column(i)):
             block = block.append_column(_float_input(Sum, col), block.column(i).cast(pa.float64(), safe=False))
     return block
 
 
-#: The prefix of a column an aggregation reads only for some input types (Sum's float64 check of an
-#: integer sum): a block without it gets a null state instead (:func:`bridge.ops.groupby.partial_states`).
+def _may_wrap(col: pa.ChunkedArray) -> bool:
+    """Whether an integer sum of ``col`` (any group of it) can pass 2**63: its rows times its largest
+    magnitude.  One pass without a copy; almost every column answers no."""
+    bounds = pc.min_max(col)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is None:
+        return False
+    return len(col) * max(abs(low), abs(high)) >= 2**63
+
+
+#: The prefix of a column an aggregation reads only for some blocks (Sum's float64 sum of an integer
+#: column whose sum may pass 2**63): a block without it (:func:`bridge.ops.groupby.partial_states`) takes
+#: its exact sum, in float64, instead.
 OPTIONAL_INPUT = "__raybridge_sum_"
 
 
@@ -290,7 +301,7 @@ class Sum(_Builtin):
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         total, approx = merged
         assert total is not None
-        if approx is not None and pa.types.is_integer(total.type) and approx.null_count < len(approx):
+        if approx is not None and pa.types.is_integer(total.type):
             # A wrapped sum is 2**64 away from the float one; rounding in the float sum is far below 2**62.
             gap = np.abs(total.to_numpy(zero_copy_only=False).astype(np.float64)
                          - approx.to_numpy(zero_copy_only=False).astype(np.float64))

@@ -82,7 +82,7 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
             continue
         for j, (col, fn, opts) in enumerate(map_specs):
             if isinstance(col, str) and col.startswith(OPTIONAL_INPUT) and col not in block.column_names:
-                absent.append(f"__s{i}_{j}")  # an input this block's types do not need: a null state
+                absent.append((f"__s{i}_{j}", f"__s{i}_0"))  # this block's sum cannot wrap: itself, as float
                 continue
             specs.append(_spec(col, fn, opts))
             names.append(f"__s{i}_{j}")
@@ -91,8 +91,8 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
         specs.append((_ROW, "list"))
         names.append(_ROW)
     out = _aggregate(work, keys, specs, names)
-    for name in absent:
-        out = out.append_column(name, pa.nulls(out.num_rows, pa.float64()))
+    for name, exact in absent:
+        out = out.append_column(name, out.column(exact).cast(pa.float64(), safe=False))
     for i in python_aggs:
         states = aggs[i].accumulate_groups(block.select(names_in), _key_values(out, keys),
                                            out.column(_ROW).combine_chunks())
