@@ -180,6 +180,15 @@ def _pyarrow_strings(entry: Any, t: pa.DataType) -> bool:
     return isinstance(entry, dict) and entry.get("numpy_type") == "string" and pa.types.is_large_string(t)
 
 
+def _plain_labels(column_indexes: Any) -> bool:
+    """Whether pandas metadata describes plain labels (one unnamed level of strings), or none: nothing
+    to restore, so no empty conversion to learn them."""
+    if not column_indexes:
+        return True
+    only = column_indexes[0] if len(column_indexes) == 1 and isinstance(column_indexes[0], dict) else {}
+    return only.get("name") is None and only.get("pandas_type") in ("unicode", "empty")
+
+
 def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: Any,
                      writable: bool = True) -> pandas.DataFrame:
     import pandas as pd
@@ -204,7 +213,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         elif strings is None and _pyarrow_strings(entries.get(name), col.type):
             special[name] = pd.Series(pd.arrays.ArrowStringArray(col))
     df = _frame_of(block, special, index_cols, meta, mapper, writable)
-    if special and (meta or {}).get("column_indexes"):
+    if special and not _plain_labels((meta or {}).get("column_indexes")):
         # Column labels that are not plain strings (ints, a named or multi-level column index): the
         # frame above is built by field name; pyarrow restores the labels from the metadata.
         labels = block.schema.empty_table().to_pandas().columns

@@ -239,12 +239,6 @@ def _may_wrap(col: pa.ChunkedArray) -> bool:
     return len(col) * max(abs(low), abs(high)) >= 2**63
 
 
-#: The prefix of a column an aggregation reads only for some blocks (Sum's float64 sum of an integer
-#: column whose sum may pass 2**63): a block without it (:func:`bridge.ops.groupby.partial_states`) takes
-#: its exact sum, in float64, instead.
-OPTIONAL_INPUT = "__raybridge_sum_"
-
-
 def _float_input(kind: type, col: str) -> str:
     """The column :class:`Mean` / :class:`Std` reads: bools as float64, and for the mean integers too,
     as NumPy's ``mean`` accumulates them (an int64 sum wrapped past 2**63, e.g. nanosecond timestamps
@@ -316,6 +310,12 @@ class Sum(_Builtin):
                                             f"ds.add_column({self.on!r}, lambda t: pc.cast(t[{self.on!r}], "
                                             f"pa.decimal128(38, 0)), batch_format='pyarrow')")
         return total
+
+
+#: The prefix of a column an aggregation reads only for some blocks (Sum's float64 sum of an integer
+#: column whose sum may pass 2**63): a block without it (:func:`bridge.ops.groupby.partial_states`) takes
+#: its exact sum, in float64, instead.
+OPTIONAL_INPUT = _float_input(Sum, "")
 
 
 class Min(_Builtin):
