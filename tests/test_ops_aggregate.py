@@ -157,3 +157,67 @@ def test_bad_aggregations_are_clear():
         ds.aggregate(Sum("id"), "sum")
     with pytest.raises(bridge.SchemaMismatchError, match=r"\['nope'\] not found"):
         ds.groupby("nope").count().take_all()
+
+
+def test_aggregations_refuse_column_types_they_cannot_read_before_any_task():
+    """The mean of a timestamp, the sum of strings, the min of lists ... raised ArrowNotImplementedError
+    from inside a reduce task; refused up front now, naming the column, its type and what is taken."""
+    import datetime
+
+    from bridge import AbsMax, Quantile
+    from bridge.errors import UnsupportedTypeError
+
+    ds = bridge.from_arrow(pa.table({
+        "g": [1, 1],
+        "ts": pa.array([datetime.datetime(2020, 1, 1), datetime.datetime(2020, 1, 3)], pa.timestamp("us")),
+        "s": ["a", "b"], "lst": [[1], [2, 3]], "flag": [True, False]}))
+    for agg, column in [(Mean("ts"), "ts"), (Std("ts"), "ts"), (Quantile("ts"), "ts"), (Sum("s"), "s"),
+                        (Min("lst"), "lst"), (Unique("lst"), "lst"), (AbsMax("flag"), "flag")]:
+        with pytest.raises(UnsupportedTypeError) as err:
+            ds.groupby("g").aggregate(agg).take_all()
+        assert f"column {column!r} of type" in err.value.what and err.value.hint
+    with pytest.raises(UnsupportedTypeError, match="Mean takes numbers") as err:
+        ds.aggregate(Mean("ts"))
+    assert "pa.int64()" in err.value.hint
+    assert ds.aggregate(Min("ts"), Count("lst"), Unique("s"))["min(ts)"] == datetime.datetime(2020, 1, 1)
+
+
+def test_float16_and_duration_columns_aggregate_in_their_own_type():
+    """Arrow has no float16 kernels and no grouped sum / min of durations: computed as float32 / int64
+    and given back in the column's type (a float16 Sum is float64, as a float32 one: in float16,
+    60,000 + 60,000 is inf)."""
+    from bridge import AbsMax, Quantile
+
+    table = pa.table({"g": [1, 1, 2, 2],
+                      "h": pa.array([1.5, None, 60000.0, 60000.0], pa.float16()),
+                      "d": pa.array([1, -5, 3, None], pa.duration("ms"))})
+    out = bridge.from_arrow(table).groupby("g").aggregate(
+        Sum("h"), Min("h"), Max("h"), AbsMax("h"), Mean("h"), Quantile("h"),
+        Sum("d"), Min("d"), Max("d"), AbsMax("d")).to_arrow()
+    assert out.schema.field("min(h)").type == pa.float16() and out.schema.field("abs_max(h)").type == pa.float16()
+    assert out.schema.field("sum(h)").type == pa.float64()  # as Arrow sums float32
+    assert out.column("sum(h)").to_pylist() == [1.5, 120000.0]
+    assert out.column("max(h)").to_pylist() == [1.5, 60000.0]
+    assert out.column("mean(h)").to_pylist() == [1.5, 60000.0]
+    for name in ("sum(d)", "min(d)", "max(d)", "abs_max(d)"):
+        assert out.schema.field(name).type == pa.duration("ms"), name
+    ms = [v.value for v in out.column("sum(d)")]
+    assert ms == [-4, 3]
+    assert [v.value for v in out.column("min(d)")] == [-5, 3]
+    assert [v.value for v in out.column("abs_max(d)")] == [5, 3]
+
+
+def test_abs_max_of_the_smallest_signed_value_and_quantile_of_uint64():
+    """abs(-128) is no int8: raised ArrowInvalid; now every magnitude comes in uint8.  A uint64 quantile
+    raised on the float64 cast; it rounds as numpy.quantile does."""
+    from bridge import AbsMax, Quantile
+
+    ds = bridge.from_arrow(pa.table({"i": pa.array([-128, 5, 3], pa.int8()),
+                                     "l": pa.array([-2**63, 7, 1], pa.int64()),
+                                     "u": pa.array([2**64 - 1, 1, 3], pa.uint64())}))
+    out = ds.aggregate(AbsMax("i"), AbsMax("l"), Quantile("u", q=1.0), AbsMax("u"))
+    assert out["abs_max(i)"] == 128 and out["abs_max(l)"] == 2**63
+    assert out["quantile(u)"] == float(np.quantile(np.array([2**64 - 1, 1, 3], np.uint64), 1.0))
+    assert out["abs_max(u)"] == 2**64 - 1
+    small = bridge.from_arrow(pa.table({"i": pa.array([-127, 5], pa.int8())}))
+    assert small.groupby(None).aggregate(AbsMax("i")).to_arrow().schema.field(0).type == pa.int8()

@@ -150,14 +150,50 @@ def canonical_floats(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Ar
     return pc.if_else(pc.is_nan(col), pa.scalar(float("nan"), t), pc.add(col, pa.scalar(0.0, t)))
 
 
+def _is_number(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
+            or pa.types.is_null(t))
+
+
+def _is_orderable(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return _is_number(t) or pa.types.is_temporal(t) or pa.types.is_string(t) or pa.types.is_large_string(t) \
+        or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def _is_hashable(t: pa.DataType) -> bool:
+    return not (pa.types.is_nested(t) or isinstance(t, pa.ExtensionType))
+
+
+def _is_summable(t: pa.DataType) -> bool:
+    return _is_number(t) or pa.types.is_duration(t)
+
+
+def _is_signed_magnitude(t: pa.DataType) -> bool:
+    return _is_summable(t) and not pa.types.is_boolean(t)
+
+
 class _Builtin(AggregateFn):
     """Base of the built-ins: pyarrow kernels only, no Python per group or row."""
+
+    #: Which column types the aggregation reads, and those in words (for the error that refuses the others).
+    _takes: Callable[[pa.DataType], bool] = staticmethod(_is_number)
+    _takes_words = "numbers (integers, floats, decimals, booleans)"
+    #: The type of the column it reads, set by :func:`typed_aggregations` where the kernels compute in
+    #: another one (float16 as float32, durations as int64) so that ``finish`` gives it back.
+    source_type: pa.DataType | None = None
 
     def __init__(self, on: str | None, ignore_nulls: bool, alias_name: str | None, label: str) -> None:
         self.on = on
         self.ignore_nulls = ignore_nulls
         self.name = alias_name or f"{label}({on or ''})"
         self.finalize = None
+
+    def keeps_type(self, t: pa.DataType) -> bool:
+        """Whether the result of a column of type ``t`` has its type (Min, Max, AbsMax; Sum of durations),
+        so a column the kernels read as another type (:func:`_computed_as`) is cast back."""
+        return False
 
     def _opts(self) -> pc.ScalarAggregateOptions:
         return pc.ScalarAggregateOptions(skip_nulls=self.ignore_nulls, min_count=1)
@@ -203,6 +239,11 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
     standard deviation); a dictionary column Min / Max read becomes its values; Mean and Std read a
     column of their own (:func:`_float_input`).
     """
+    for col in {a.on for a in aggs if isinstance(a, _Builtin) and type(a) not in (Count, Unique) and a.on is not None}:
+        i = block.schema.get_field_index(col)
+        computed = _computed_as(block.schema.field(i).type) if i >= 0 else None
+        if computed is not None:  # Arrow has no kernels for float16, and no grouped sum / min of durations
+            block = block.set_column(i, col, block.column(i).cast(computed))
     for col in {a.on for a in aggs if isinstance(a, (Std, AbsMax, Quantile)) and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_null(block.schema.field(i).type):
@@ -227,6 +268,57 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
                 and block.schema.get_field_index(_float_input(Sum, col)) < 0 and _may_wrap(block.column(i)):
             block = block.append_column(_float_input(Sum, col), block.column(i).cast(pa.float64(), safe=False))
     return block
+
+
+def _computed_as(t: pa.DataType) -> pa.DataType | None:
+    """The type Arrow's aggregation kernels read a column of type ``t`` as, where not ``t`` itself."""
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_duration(t):
+        return pa.int64()
+    return None
+
+
+def typed_aggregations(label: str, aggs: list[AggregateFn], schema: pa.Schema | None) -> list[AggregateFn]:
+    """``aggs`` checked against the types of the columns they read, before any task runs.
+
+    A built-in given a column it cannot aggregate (the mean of a timestamp, the sum of strings) is
+    refused here with what it takes; Arrow's kernels raised ``ArrowNotImplementedError`` from inside a
+    reduce task.  A column the kernels read as another type (float16, durations) gets its type back in
+    the result: those aggregations are copies that know it.
+    """
+    import copy
+
+    from bridge.errors import UnsupportedTypeError
+
+    if schema is None:
+        return aggs
+    out: list[AggregateFn] = []
+    for a in aggs:
+        if isinstance(a, _Builtin) and a.on is not None and a.on in schema.names:
+            t = schema.field(a.on).type
+            if not a._takes(t):
+                msg = (f"{label}: {a.name} cannot aggregate column {a.on!r} of type {t}; "
+                       f"{type(a).__name__} takes {a._takes_words}")
+                hint = ("compute a numeric column first, e.g. ds.add_column('secs', lambda t: pc.cast(t[" f"{a.on!r}"
+                        "], pa.int64()), batch_format='pyarrow') for epochs; Min / Max take dates and times"
+                        if pa.types.is_temporal(t) else
+                        "aggregate another column, or compute one this aggregation takes first (add_column / "
+                        "map_batches); Count and Unique take most types, Min / Max strings and times")
+                raise UnsupportedTypeError(msg, hint)
+            if _computed_as(t) is not None and a.keeps_type(t):
+                a = copy.copy(a)
+                a.source_type = t
+        out.append(a)
+    return out
+
+
+def restored(agg: AggregateFn, column: pa.Array) -> pa.Array:
+    """``column`` (one aggregation's results) in the type of the column it read (see ``source_type``)."""
+    target = getattr(agg, "source_type", None)
+    if target is None or column.type == target:
+        return column
+    return column.cast(target, safe=False)  # float32 -> float16 overflows to inf, as NumPy's float16 sum
 
 
 def _may_wrap(col: pa.ChunkedArray) -> bool:
@@ -256,6 +348,9 @@ class Count(_Builtin):
         {'count()': 10}
     """
 
+    _takes = staticmethod(lambda t: True)
+    _takes_words = "any type"
+
     def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "count")
 
@@ -281,8 +376,16 @@ class Sum(_Builtin):
         {'sum(id)': 6}
     """
 
+    _takes = staticmethod(_is_summable)
+    _takes_words = "numbers (integers, floats, decimals, booleans) and durations"
+
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "sum")
+
+    def keeps_type(self, t: pa.DataType) -> bool:
+        # A float16 column sums as float32, into float64 as Arrow sums float32 (and int8 into int64): in
+        # float16, two values of 60,000 sum to inf.
+        return pa.types.is_duration(t)
 
     def map_specs(self) -> list[Spec]:
         assert self.on is not None
@@ -328,9 +431,14 @@ class Min(_Builtin):
     """
 
     _fn = "min"
+    _takes = staticmethod(_is_orderable)
+    _takes_words = "numbers, strings, binaries, dates, times, timestamps and durations (not lists or structs)"
 
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, self._fn)
+
+    def keeps_type(self, t: pa.DataType) -> bool:
+        return True
 
     def map_specs(self) -> list[Spec]:
         return [(self.on, self._fn, self._opts())]
@@ -427,14 +535,23 @@ class Std(_Builtin):
 class AbsMax(_Builtin):
     """Largest absolute value of ``on`` (``abs_max(on)``), in the column's type.
 
+    A signed integer column holding its type's smallest value (int8's -128, whose magnitude int8 cannot
+    hold) gives its results in the unsigned type of the same width (uint8).
+
     Example:
         >>> import bridge
         >>> bridge.from_items([{"x": -5}, {"x": 3}]).aggregate(bridge.AbsMax("x"))
         {'abs_max(x)': 5}
     """
 
+    _takes = staticmethod(_is_signed_magnitude)
+    _takes_words = "numbers (integers, floats, decimals; not booleans) and durations"
+
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "abs_max")
+
+    def keeps_type(self, t: pa.DataType) -> bool:
+        return True
 
     def map_specs(self) -> list[Spec]:
         return [(self.on, "min", self._opts()), (self.on, "max", self._opts())]
@@ -445,7 +562,13 @@ class AbsMax(_Builtin):
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         low, high = merged
         assert low is not None and high is not None
-        return pc.max_element_wise(pc.abs_checked(low), pc.abs_checked(high), skip_nulls=False)
+        try:
+            return pc.max_element_wise(pc.abs_checked(low), pc.abs_checked(high), skip_nulls=False)
+        except pa.ArrowInvalid:
+            # The magnitude of a signed type's smallest value (int8's -128) is one past its largest: every
+            # magnitude in the unsigned type of the same width (two's complement: the wrapped abs, unsigned).
+            unsigned = pa.from_numpy_dtype(np.dtype(low.type.to_pandas_dtype()).str.replace("i", "u"))
+            return pc.max_element_wise(pc.abs(low).view(unsigned), pc.abs(high).view(unsigned), skip_nulls=False)
 
 
 class Quantile(_Builtin):
@@ -478,7 +601,7 @@ class Quantile(_Builtin):
         values = canonical_floats(pc.list_flatten(lists))
         owner = gid[pc.list_parent_indices(lists).to_numpy()]
         valid = values.is_valid().to_numpy(zero_copy_only=False)
-        numbers = values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        numbers = values.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # uint64 rounds, as NumPy
         out = np.full(n, np.nan)
         has = np.zeros(n, dtype=bool)
         for g in range(n):
@@ -500,6 +623,9 @@ class Unique(_Builtin):
         >>> sorted(out["unique(k)"])
         [1, 2]
     """
+
+    _takes = staticmethod(_is_hashable)
+    _takes_words = "values Arrow can hash (not lists, structs, maps or tensors)"
 
     def __init__(self, on: str, ignore_nulls: bool = False, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "unique")

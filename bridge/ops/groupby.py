@@ -25,7 +25,14 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
 from bridge.ops import exchange
-from bridge.ops.aggregate import OPTIONAL_INPUT, AggregateFn, canonical_floats, numeric_null_columns
+from bridge.ops.aggregate import (
+    OPTIONAL_INPUT,
+    AggregateFn,
+    canonical_floats,
+    numeric_null_columns,
+    restored,
+    typed_aggregations,
+)
 
 _ROW = "__raybridge_row"
 #: The constant key a whole-Dataset aggregate groups by.
@@ -124,7 +131,7 @@ def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[Aggregate
         done = [merged.column(f"__m{i}_{j}").combine_chunks() if m is not None else None
                 for j, m in enumerate(merge_specs)]
         raw = [states.column(f"__s{i}_{j}").combine_chunks() for j in range(len(merge_specs))]
-        out = out.append_column(agg.name, agg.finish(done, raw, gid, n))
+        out = out.append_column(agg.name, restored(agg, agg.finish(done, raw, gid, n)))
     return exchange.sort_table(out, [(k, "ascending") for k in keys])
 
 
@@ -160,15 +167,17 @@ def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
         bundles.clear()
         if not refs:
             return []
-        exchange.check_columns(label, keys + _columns_used(aggs), exchange.input_schema(metas))
+        schema = exchange.input_schema(metas)
+        exchange.check_columns(label, keys + _columns_used(aggs), schema)
+        typed = typed_aggregations(label, aggs, schema)
         group_keys = keys or [_ALL]
         sort_keys = [(k, "ascending") for k in group_keys]
         bounds = (exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
                   if keys else None)
         n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, aggs, bounds, n_out)
+        pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, typed, bounds, n_out)
         del refs
-        return exchange.run_reduce(_agg_reduce, pieces, ctx, group_keys, aggs)
+        return exchange.run_reduce(_agg_reduce, pieces, ctx, group_keys, typed)
 
     return run
 
