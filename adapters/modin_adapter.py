@@ -200,8 +200,12 @@ def dataset_to_modin(ds: Dataset) -> Any:
 
     if not nonempty:
         # No rows: one empty partition, so the schema in its attrs travels (Modin's own frame drops attrs).
-        return from_partitions([ray.put(meta)], axis=0, index=pd.RangeIndex(0, 0), columns=meta.columns,
-                               row_lengths=[0], column_widths=[len(meta.columns)])
+        empty = from_partitions([ray.put(meta)], axis=0, index=pd.RangeIndex(0, 0), columns=meta.columns,
+                                row_lengths=[0], column_widths=[len(meta.columns)])
+        # Modin builds the pandas frame of an empty Modin frame from its labels alone (every column
+        # object) unless it knows the dtypes: asking for them reads them from the partition.
+        empty.dtypes  # noqa: B018
+        return empty
 
     range_index = not index_cols
     refs = [_block_partition.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, layout.starts)]

@@ -81,6 +81,15 @@ def test_text_and_binary(tmp_path):
     assert bridge.read_binary_files(str(blobs), include_paths=False).columns() == ["bytes"]
 
 
+def test_text_drops_a_utf8_byte_order_mark(tmp_path):
+    """A file saved by a Windows editor starts with U+FEFF: it was kept in the first row's text."""
+    (tmp_path / "bom.txt").write_bytes("\ufeffhello\r\nworld\r\n".encode())
+    assert [r["text"] for r in bridge.read_text(str(tmp_path / "bom.txt")).take_all()] == ["hello", "world"]
+    (tmp_path / "utf16.txt").write_bytes("hello\nworld".encode("utf-16"))  # the codec itself reads its mark
+    assert [r["text"] for r in bridge.read_text(str(tmp_path / "utf16.txt"), encoding="utf-16").take_all()] == [
+        "hello", "world"]
+
+
 def test_numpy_round_trip(tmp_path):
     arr = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
     bridge.from_numpy(arr).write_numpy(str(tmp_path / "n"), column="data")

@@ -68,6 +68,10 @@ def test_series_and_empty_frames(mpd):
     assert [r["v"] for r in ds.take_all()] == [1, 2, 3]
     empty = bridge.from_pandas(pd.DataFrame({"x": pd.Series([], dtype="float64")})).to_modin()
     assert list(empty.columns) == ["x"] and len(empty) == 0
+    # Collected before anything asked for its dtypes, an empty frame's columns came back as object.
+    filtered = bridge.from_pandas(pd.DataFrame({"i": [1, 2], "u": pd.Series([3, 4], dtype="uint8")}))
+    collected = filtered.filter(lambda r: False).to_modin()._to_pandas()
+    assert collected.dtypes.to_dict() == {"i": np.dtype("int64"), "u": np.dtype("uint8")}, collected.dtypes
     for frame in (mpd.DataFrame({"x": pd.Series([], dtype="float64")}), mpd.DataFrame({"x": [1.5, 2.5]}).iloc[:0]):
         back = bridge.from_modin(frame)
         assert back.count() == 0 and back.schema().names == ["x"], back.schema()

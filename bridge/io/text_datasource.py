@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +24,12 @@ class TextFormat(FileFormat):
     hint = "pass encoding= for files that are not UTF-8 (e.g. encoding='latin-1')"
 
     def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
-        text = read_bytes(fs, path).decode(self.encoding)
+        data = read_bytes(fs, path)
+        text = data.decode(self.encoding)
+        if text.startswith("\ufeff") and codecs.lookup(self.encoding).name == "utf-8":
+            # A UTF-8 byte-order mark (Windows editors write one) is no text: the first row began with it,
+            # and ``row == "hello"`` failed. (pandas' read_csv and Python's "utf-8-sig" drop it too.)
+            text = text[1:]
         # Lines end at "\n" (a "\r" before it belongs to the ending), as Ray Data splits them:
         # str.splitlines() also split at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029 (rows made up).
         lines = [line.removesuffix("\r") for line in text.split("\n")]
