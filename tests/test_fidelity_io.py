@@ -221,7 +221,7 @@ def test_append_twice_adds_files_and_never_replaces(tmp_path):
     assert sorted(os.listdir(out)) == sorted(os.path.basename(p) for p in first + second + third)
     # Sorted names follow write order, so a read gives the rows in the order they were appended.
     assert [r["id"] for r in bridge.read_parquet(out).take_all()] == list(range(10))
-    # overwrite replaces this prefix's files, appended ones included.
+    # overwrite replaces the earlier output, appended files included.
     bridge.range(2).write_parquet(out)
     assert sorted(os.listdir(out)) == ["part-00000.parquet"]
     assert pds.dataset(out).count_rows() == 2

@@ -143,3 +143,26 @@ def test_write_options_the_writer_does_not_take_fail_before_writing(tmp_path):
     assert not (tmp_path / "j").exists() or not list((tmp_path / "j").iterdir())
     with pytest.raises(ValueError, match=r"min_rows_per_file=0"):
         bridge.range(3).write_parquet(str(tmp_path / "p"), min_rows_per_file=0)
+
+
+def test_overwrite_replaces_every_earlier_data_file_of_the_format_and_keeps_other_files(tmp_path):
+    """Only files of this write's prefix were removed: a directory first written by Spark (or with
+    another filename_prefix, or partitioned) read back the new rows and the stale ones too."""
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "o"
+    (out / "k=1").mkdir(parents=True)
+    stale = pa.table({"id": pa.array([100, 101], pa.int64())})
+    pq.write_table(stale, out / "part-00000-6c1f-c000.snappy.parquet")  # Spark's naming
+    pq.write_table(stale, out / "k=1" / "part-00000.parquet")
+    bridge.range(2).write_parquet(str(out), filename_prefix="other")
+    (out / "README.md").write_text("notes")
+    (out / "_SUCCESS").write_text("")
+    bridge.range(3).write_parquet(str(out))
+    assert sorted(r["id"] for r in bridge.read_parquet(str(out), file_extensions=["parquet"]).take_all()) == [0, 1, 2]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "_SUCCESS", "k=1", "part-00000.parquet"]
+    csv_dir = tmp_path / "c"
+    csv_dir.mkdir()
+    (csv_dir / "old.csv").write_text("id\n7\n")
+    bridge.range(2).write_csv(str(csv_dir))
+    assert sorted(r["id"] for r in bridge.read_csv(str(csv_dir)).take_all()) == [0, 1]

@@ -16,16 +16,21 @@ files instead.  Its names cannot be checked before the tasks run, so each task
 writes a hidden staged file and the driver renames them all once every task
 has finished, after checking that no two tasks got one name and (with
 ``mode="append"``) that no name is taken: a provider that repeats a name fails
-the write and nothing is replaced.  ``mode="overwrite"`` then removes every
-other data file in the directory, as Ray Data's overwrite does (the provider's
-names cannot tell earlier output from the rest); a failed write removes its
-staged files and leaves the directory as it was.
+the write and nothing is replaced.  ``mode="overwrite"`` then removes the
+earlier output; a failed write removes its staged files and leaves the
+directory as it was.
+
+``mode="overwrite"`` replaces the earlier output, which is every file a read
+of the directory would take for this format's data (any depth, any writer:
+Spark's ``part-*.snappy.parquet``, another ``filename_prefix``); files of other
+kinds are kept.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import posixpath
 import re
 import time
 import uuid
@@ -347,8 +352,8 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
     """Rename every staged file to its provided name, after checking that none repeats or (append) exists.
 
     On a refusal every staged file is deleted and nothing is renamed.  With ``mode="overwrite"``
-    every other data file under ``directory`` is removed once the new ones are in place (Ray
-    Data's overwrite: a provider's names cannot tell earlier output from anything else).
+    the earlier output (:func:`earlier_output`: every other file of the format under ``directory``)
+    is removed once the new files are in place.
     """
     paths = result.column("path").to_pylist() if result.num_rows else []
     stages = result.column("staged").to_pylist() if result.num_rows else []
@@ -376,10 +381,8 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
     for s, p in zip(stages, paths):
         fs.move(s, p)
     if mode == "overwrite":
-        keep = set(paths)
-        for entry in data_files(fs, directory):
-            if entry.path not in keep:
-                fs.delete_file(entry.path)
+        for entry in earlier_output(fs, directory, fmt, "", "", keep=paths):
+            fs.delete_file(entry)
     return paths
 
 
@@ -467,17 +470,16 @@ _WRITE_ID = r"\d{8}T\d{9}-[0-9a-f]{6}"
 
 
 def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: str,
-                      fmt: str, recursive: bool = False,
-                      remove_earlier: bool = True) -> tuple[pafs.FileSystem, str, bool]:
+                      fmt: str, remove_earlier: bool = True) -> tuple[pafs.FileSystem, str, bool]:
     """Resolve ``path`` and apply ``mode``.  Returns ``(fs, directory, skip_write)``.
 
     "Data" is any file a reader would read: files under the directory, at any
     depth, whose names do not start with ``.`` or ``_`` (temporary files,
     ``_SUCCESS``).  ``"error"`` fails and ``"ignore"`` skips the write when the
     directory holds data, so an empty directory (or one holding only hidden
-    files) is written to.  ``"overwrite"`` removes this prefix's earlier files,
-    appended ones included (in ``k=v`` subdirectories too with ``recursive``, for
-    partitioned writes); ``"append"`` never touches a file (its names are new).
+    files) is written to.  ``"overwrite"`` removes the earlier output
+    (:func:`earlier_output`), appended files and ``k=v`` subdirectories' included;
+    ``"append"`` never touches a file (its names are new).
     """
     if mode not in MODES:
         msg = f"write_{fmt}(mode=...) must be one of {MODES}; got {mode!r}"
@@ -496,9 +498,31 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
         if existing:
             return fs, directory, True
     if info.type == pafs.FileType.Directory and mode == "overwrite" and remove_earlier:
-        ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
-        for i in fs.get_file_info(pafs.FileSelector(directory, recursive=recursive)):
-            if i.type == pafs.FileType.File and ours.match(i.base_name):
-                fs.delete_file(i.path)
+        for entry in earlier_output(fs, directory, fmt, prefix, ext):
+            fs.delete_file(entry)
     fs.create_dir(directory, recursive=True)
     return fs, directory, False
+
+
+#: What a read of each written format takes for its data, by file ending (``read_csv`` of a directory
+#: reads these; ``read_parquet`` reads every file, but only these can be Parquet written by anyone).
+_DATA_ENDINGS = {"parquet": ("parquet",), "csv": ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv"),
+                 "json": ("json", "jsonl", "ndjson", "json.gz", "jsonl.gz"), "numpy": ("npy",)}
+
+
+def earlier_output(fs: pafs.FileSystem, directory: str, fmt: str, prefix: str, ext: str,
+                   keep: Iterable[str] = ()) -> list[str]:
+    """The files ``mode="overwrite"`` replaces: under ``directory`` at any depth (a read of it is
+    recursive), not hidden, named as this write names files or ending as the format's data files do
+    (``part-00000-<uuid>.snappy.parquet`` from Spark, another ``filename_prefix``), except ``keep``.
+
+    Only this prefix's names were once removed, and a read after the overwrite gave the new rows with
+    the stale ones of any other writer.  Other files (a README, code) are kept, unlike Ray Data's
+    overwrite, which empties the directory: our default mode is ``"overwrite"``.
+    """
+    ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
+    endings = tuple("." + e for e in _DATA_ENDINGS.get(fmt, (ext,)))
+    kept = set(keep)
+    return [e.path for e in data_files(fs, directory)
+            if e.path not in kept and (ours.match(posixpath.basename(e.path))
+                                       or posixpath.basename(e.path).lower().endswith(endings))]

@@ -3,8 +3,10 @@
 :class:`bridge.dataset.Dataset` inherits this mixin.  Every write runs as one
 Ray task per block (fused with the transforms before it), writes one file per
 block named ``{filename_prefix}-{index:05d}.{ext}`` and returns the paths
-written.  ``mode`` (as Ray Data's): ``"overwrite"`` (default: earlier files of
-the same prefix are removed, others kept), ``"append"`` (add files; each append
+written.  ``mode`` (as Ray Data's): ``"overwrite"`` (default: the earlier output is
+removed, which is every file of the format under the directory, whoever wrote
+it, so a read gives the new rows alone; files of other kinds are kept),
+``"append"`` (add files; each append
 names its files ``{filename_prefix}-{write_id}-{index:05d}.{ext}`` so nothing is
 ever replaced), ``"error"`` (fail if the directory already holds data) or
 ``"ignore"`` (write nothing if it already holds data; an empty directory is
@@ -94,7 +96,6 @@ class WriteMethods(DatasetMixin):
             check_partition_cols(list(partition_cols), self._ds.schema(), fmt)
         # With a provider, overwrite removes the earlier files only once the new ones are committed.
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
-                                                recursive=bool(partition_cols),
                                                 remove_earlier=filename_provider is None)
         if skip:
             return []
