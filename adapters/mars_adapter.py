@@ -113,13 +113,24 @@ def dataset_to_mars(ds: Dataset) -> Any:
     layout = ds.block_layout()
     # One dtype per column in every chunk: masked where any block has nulls (or NaN); exact pandas rules.
     nullable = frozenset(nullable_columns(layout.refs))
-    frames = [xpd.DataFrame(block_to_pandas(ray.get(ref), nullable)) for ref, _ in layout.blocks]
+    parts = [block_to_pandas(ray.get(ref), nullable) for ref, _ in layout.blocks]
+    frames = [xpd.DataFrame(p) for p in parts]
     if not frames:
         out = xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
     elif len(frames) == 1:
         out = frames[0]
     else:
-        out = xpd.concat(frames, ignore_index=not layout.index_columns)
+        import pandas as pd
+
+        if any(isinstance(t, (pd.ArrowDtype, pd.DatetimeTZDtype)) for t in parts[0].dtypes):
+            # Xorbits' concat builds its empty frame with astype from placeholders: a zoned datetime
+            # raised at once, an Arrow list raised when computed ("Converting strings to list").  One
+            # frame joined by pandas instead, in chunks of the largest block's rows.
+            whole = pd.concat(parts, ignore_index=not layout.index_columns)
+            out = xpd.DataFrame(whole, chunk_size=max(len(p) for p in parts))
+        else:
+            out = xpd.concat(frames, ignore_index=not layout.index_columns)
+    del parts
     _remember_schema(out, layout.schema)
     return out
 

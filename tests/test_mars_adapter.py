@@ -69,3 +69,22 @@ def test_a_range_index_that_is_not_the_default_keeps_its_labels(xpd):
     assert bridge.from_pandas(p).to_pandas().index.tolist() == list(range(5, 11))  # the same as from_pandas
     default = bridge.from_mars(xpd.DataFrame(pd.DataFrame({"a": np.arange(6)}), chunk_size=2), batch_size=3)
     assert default.schema().names == ["a"]
+
+
+def test_several_blocks_with_zoned_times_and_lists_reach_xorbits(xpd):
+    """Xorbits' concat of the block frames raised on a zoned datetime column (TypeError at once) and on
+    an Arrow list column (NotImplementedError when computed): to_mars of such a Dataset failed."""
+    import datetime
+
+    import pyarrow as pa
+
+    table = pa.table({"id": [1, 2, 3, 4],
+                      "ts": pa.array([datetime.datetime(2020, 1, d) for d in range(1, 5)], pa.timestamp("us", "UTC")),
+                      "l": [[1], [2], [], None]})
+    for columns in (["id", "ts"], ["id", "l"]):
+        ds = bridge.from_arrow(table.select(columns)).repartition(2)
+        assert ds.num_blocks() == 2
+        frame = ds.to_mars()
+        assert frame.to_pandas()["id"].tolist() == [1, 2, 3, 4]
+        back = bridge.from_mars(frame).to_arrow()
+        assert back.equals(table.select(columns)) and back.schema.equals(table.select(columns).schema), back
