@@ -11,7 +11,9 @@ actor pools, outside Ray, and has no Arrow export, so the conversion streams:
   Xorbits session).  At most one batch is held on the driver at a time; nothing
   is written to disk.
 * ``to_mars`` hands Xorbits one pandas frame per block and concatenates them
-  lazily, so Xorbits gets one chunk per block.
+  lazily, so Xorbits gets one chunk per block (a Dataset with zoned datetimes
+  or Arrow-typed columns, which Xorbits' concat cannot join, is joined by
+  pandas and cut in chunks of its largest block's rows).
 
 Types: both ways follow ``bridge.pandas_types``.  Xorbits drops ``DataFrame.attrs``
 (where the pandas, Dask and Modin paths carry the Arrow schema), so ``to_mars``

@@ -117,3 +117,22 @@ def test_images_fixed_and_variable_shape(tmp_path):
     batch = fixed.take_batch(2)
     assert batch["image"].shape == (2, 4, 4) and batch["image"].dtype == np.uint8
     assert batch["path"][0].endswith("a.png")
+
+
+def test_images_of_mixed_modes_are_refused_with_the_files_and_read_with_mode(tmp_path):
+    """Grayscale among colour images: 2-d and 3-d arrays raised ArrowInvalid from inside a read task
+    (or, in different tasks, made blocks of two types); now the file, its shape and the first file are
+    named, in every task, with the mode= that reads them."""
+    PIL = pytest.importorskip("PIL.Image")
+    from bridge.io.paths import FileReadError
+
+    PIL.fromarray(np.full((4, 4, 3), 9, np.uint8)).save(tmp_path / "a.png")
+    PIL.fromarray(np.full((4, 4), 7, np.uint8)).save(tmp_path / "b.png")
+    PIL.fromarray(np.full((5, 4, 3), 9, np.uint8)).save(tmp_path / "c.png")
+    for blocks in (1, 3):
+        with pytest.raises(FileReadError, match=r"b\.png' decodes to 2-d uint8") as err:
+            bridge.read_images(str(tmp_path), override_num_blocks=blocks).materialize()
+        assert "mode='RGB'" in err.value.hint and "a.png" in err.value.what
+    rows = bridge.read_images(str(tmp_path), mode="RGB").take_all()
+    assert [r["image"].shape for r in rows] == [(4, 4, 3), (4, 4, 3), (5, 4, 3)]
+    assert rows[1]["image"][0, 0].tolist() == [7, 7, 7]
