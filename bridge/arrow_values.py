@@ -55,6 +55,8 @@ def fitted_array(items: list[Any], like: pa.DataType) -> pa.Array | None:
     t = inferred.type
     if t == typed.type or pa.types.is_null(t):
         return typed
+    if _kind(t) != _kind(like) and _kind(like) is not None:
+        return None  # floats stay floats even when whole (1.0 is not stored as the int 1), ints stay ints
     if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
             pa.types.is_temporal(like) or pa.types.is_boolean(like) and not pa.types.is_boolean(t)):
         return None  # a number is not a time (nor a flag)
@@ -66,6 +68,34 @@ def fitted_array(items: list[Any], like: pa.DataType) -> pa.Array | None:
     except _CONVERSION_ERRORS:
         return typed  # no way back to compare (a map, an extension type): as pyarrow read it
     return typed if _same_values(back, inferred) else None
+
+
+def _kind(t: pa.DataType) -> str | None:
+    """What a value of type ``t`` is, whatever its width, unit, zone or encoding (``None``: not known).
+
+    The input column's type is kept only for values of its kind: a row map returning ``float(x)`` for an
+    int column once gave int64 blocks wherever every value was whole (and float64 blocks elsewhere)."""
+    if pa.types.is_dictionary(t):
+        return _kind(t.value_type)
+    for kind, test in _KINDS:
+        if test(t):
+            return kind
+    return None
+
+
+_KINDS: tuple[tuple[str, Any], ...] = (
+    ("int", pa.types.is_integer), ("float", pa.types.is_floating), ("decimal", pa.types.is_decimal),
+    ("bool", pa.types.is_boolean),
+    ("str", lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)),
+    ("bytes", lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+     or pa.types.is_binary_view(t)),
+    ("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date), ("time", pa.types.is_time),
+    ("duration", pa.types.is_duration),
+    # A map reads back as a list of (key, value) structs: one kind with lists.
+    ("list", lambda t: is_list_like(t) or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)
+     or pa.types.is_map(t)),
+    ("struct", pa.types.is_struct),
+)
 
 
 def _same_values(a: pa.Array, b: pa.Array) -> bool:

@@ -519,6 +519,19 @@ def test_a_function_result_keeps_its_values_whatever_the_input_column_was(make, 
     assert [r["id"] for r in make().take_all()] == want
 
 
+def test_a_row_function_returning_floats_for_an_int_column_gives_floats_in_every_block():
+    """The input column's type was kept wherever the values fit it: whole floats came back as int64, so
+    one Dataset had int64 blocks and float64 blocks (torch batches alternated Long and Double)."""
+    assert bridge.range(6).map(lambda r: {"id": float(r["id"])}).schema().field("id").type == pa.float64()
+    ds = bridge.from_items([{"v": 2}, {"v": 4}, {"v": 3}, {"v": 5}], override_num_blocks=2).map(
+        lambda r: {"v": r["v"] / 2})
+    assert [b.schema.field("v").type for b in ds.iter_batches(batch_size=2, batch_format="pyarrow")] == [
+        pa.float64(), pa.float64()]
+    assert [type(r["v"]) for r in ds.take_all()] == [float] * 4
+    ints = bridge.from_items([{"x": 1.5}, {"x": 2.5}]).flat_map(lambda r: [{"x": int(r["x"])}])
+    assert ints.schema().field("x").type == pa.int64()
+
+
 def test_an_identity_function_keeps_every_type():
     t = pa.table({"u": pa.array([1, 2], pa.uint8()), "f": pa.array([0.1, 2.5], pa.float32()),
                   "dec": pa.array([decimal.Decimal("1.10"), None], pa.decimal128(5, 2)),
