@@ -56,8 +56,8 @@ def _names(cols: str | list[str] | None) -> list[str]:
     return [] if cols is None else ([cols] if isinstance(cols, str) else list(cols))
 
 
-def spec_for(tf: Any, name: str, t: pa.DataType) -> Any:
-    """The ``tf`` spec of one Arrow column (rules in the module docstring)."""
+def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
+    """The ``tf`` spec of one Arrow column (rules in the module docstring); ``where``: the method, for errors."""
     from bridge import tensor
     from bridge.errors import UnsupportedTypeError
 
@@ -76,26 +76,26 @@ def spec_for(tf: Any, name: str, t: pa.DataType) -> Any:
             or pa.types.is_boolean(t.value_type)):
         return tf.RaggedTensorSpec([None, None], tf.as_dtype(t.value_type.to_pandas_dtype()), ragged_rank=1,
                                    row_splits_dtype=tf.int64)
-    msg = f"to_tf: column {name!r} has type {t}, which has no tf.data equivalent"
+    msg = f"{where}: column {name!r} has type {t}, which has no tf.data equivalent"
     raise UnsupportedTypeError(msg, "cast it to a number, string or list of numbers first, or leave it out")
 
 
-def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any) -> Any:
+def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any, where: str = "to_tf") -> Any:
     from .training_columns import training_column
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":
-        values = _fitted(np.asarray(col.value), spec.dtype.as_numpy_dtype, name)
+        values = _fitted(np.asarray(col.value), spec.dtype.as_numpy_dtype, name, where)
         return tf.RaggedTensor.from_row_lengths(values, col.row_lengths)
     if col.kind == "strings":
         return np.asarray(col.value, dtype=object)
     value = col.value
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return _fitted(value, spec.dtype.as_numpy_dtype, name)
+        return _fitted(value, spec.dtype.as_numpy_dtype, name, where)
     return value
 
 
-def _fitted(values: np.ndarray, want: Any, name: str) -> np.ndarray:
+def _fitted(values: np.ndarray, want: Any, name: str, where: str = "to_tf") -> np.ndarray:
     """``values`` as the signature's dtype, which came from the first block's schema; a later block (or a
     function's output) may hold another type: cast where every value stays what it is, else raise
     (tf.data would cast it unchecked: 2**40 into int32 gives 0, 1e300 into float32 inf)."""
@@ -113,7 +113,7 @@ def _fitted(values: np.ndarray, want: Any, name: str) -> np.ndarray:
 
         at = int(np.flatnonzero(~same.reshape(-1))[0])
         bad, got = values.reshape(-1)[at].item(), cast.reshape(-1)[at].item()
-        msg = (f"to_tf: column {name!r} holds {values.dtype} values in this batch, but its tf signature (from the "
+        msg = (f"{where}: column {name!r} holds {values.dtype} values in this batch, but its tf signature (from the "
                f"Dataset's schema, its first block) is {want}: {bad!r} would become {got!r}")
         raise SchemaMismatchError(msg, f"cast the column to one type first, e.g. ds.map_batches(lambda t: "
                                        f"t.set_column(t.schema.get_field_index({name!r}), {name!r}, "
@@ -140,6 +140,8 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
     """Raise the ``UnsupportedTypeError`` that ``iter_torch_batches`` raises, before tf.data would rewrap it."""
     from bridge.errors import UnsupportedTypeError
 
+    from .training_columns import null_hint
+
     columns = _unfilled(names, schema, fill_nulls)
     if not columns:
         return
@@ -151,9 +153,7 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
         if nulls:
             t = schema.field(name).type
             msg = f"tf: column {name!r} ({t}) has {nulls} null(s); tf tensors cannot hold nulls"
-            hint = (f"pass fill_nulls={{{name!r}: 0}} (or one value for every column), or drop/fill them first "
-                    f"with ds.filter(expr=pc.field({name!r}).is_valid())")
-            raise UnsupportedTypeError(msg, hint)
+            raise UnsupportedTypeError(msg, null_hint(name, t, "tf"))
 
 
 def _pack(values: dict[str, Any], names: list[str], single: bool) -> Any:
@@ -231,21 +231,75 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
     """Block -> ``{column: tf.Tensor}`` (a ``tf.RaggedTensor`` for list columns): ``iter_tf_batches``' format.
 
     ``dtypes``: one ``tf.DType`` for every column or ``{column: tf.DType}``; the
-    columns are cast after the rules of the module docstring.
+    columns are cast after the rules of the module docstring.  A key naming no column, or a
+    cast to an integer dtype that would change a value (300 in int8, 2.5, NaN), is refused.
     """
+    from .training_columns import check_integer_cast
+
     tf = _tf()
+    where = "iter_tf_batches"
+    dtypes = _tf_dtypes(tf, dtypes, where)
 
     def fmt(block: pa.Table) -> dict[str, Any]:
+        _check_dtype_columns(dtypes, block.column_names, where)
         out = {}
         for name in block.column_names:
-            spec = spec_for(tf, name, block.schema.field(name).type)
-            value = _to_tf_value(tf, block, name, spec, fill_nulls)
+            spec = spec_for(tf, name, block.schema.field(name).type, where)
+            value = _to_tf_value(tf, block, name, spec, fill_nulls, where)
             tensor = value if isinstance(value, tf.RaggedTensor) else tf.convert_to_tensor(value, dtype=spec.dtype)
             want = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+            if want is not None and want.is_integer:  # tf.cast wraps (300 -> 44 in int8) and cuts 1.5 to 1
+                flat = value.flat_values.numpy() if isinstance(value, tf.RaggedTensor) else value
+                if isinstance(flat, np.ndarray):
+                    check_integer_cast(flat, int(want.min), int(want.max), name=name, target=f"tf.{want.name}",
+                                       where=where, module="tf")
             out[name] = tf.cast(tensor, want) if want is not None else tensor
         return out
 
     return fmt
+
+
+def _tf_dtypes(tf: Any, dtypes: Any, where: str) -> Any:
+    """``dtypes`` as ``None``, one ``tf.DType`` or ``{column: tf.DType}`` (anything ``tf.as_dtype`` takes:
+    ``tf.float32``, ``"float32"``, ``np.float32``); else a clear error now rather than TF's in the iterator."""
+    from bridge.errors import BridgeTypeError
+
+    if dtypes is None:
+        return None
+    try:
+        if not isinstance(dtypes, dict):
+            return tf.as_dtype(dtypes)
+        if all(isinstance(k, str) for k in dtypes):
+            return {k: tf.as_dtype(v) for k, v in dtypes.items()}
+    except TypeError:
+        pass
+    if isinstance(dtypes, dict):
+        bad = {k: v for k, v in dtypes.items() if not isinstance(k, str) or not _is_tf_dtype(tf, v)}
+        got = f"{{{', '.join(f'{k!r}: {v!r}' for k, v in list(bad.items())[:3])}}}"
+    else:
+        got = f"{dtypes!r} ({type(dtypes).__name__})"
+    raise BridgeTypeError(f"{where}: dtypes must be a tf.DType or a dict of column name -> tf.DType; got {got}",
+                          "pass e.g. dtypes=tf.float32 or dtypes={'x': tf.float32, 'y': tf.int64}")
+
+
+def _is_tf_dtype(tf: Any, value: Any) -> bool:
+    try:
+        tf.as_dtype(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_dtype_columns(dtypes: Any, names: list[str], where: str) -> None:
+    """A ``dtypes`` key naming no column would be ignored: the cast the user asked for would never happen."""
+    if not isinstance(dtypes, dict):
+        return
+    unknown = [k for k in dtypes if k not in names]
+    if unknown:
+        from bridge.errors import BridgeValueError
+
+        raise BridgeValueError(f"{where}: dtypes names {unknown} but the data has no such column (columns: {names})",
+                               "name the columns as ds.schema() does, or drop those keys")
 
 
 def _columns_and_specs(tf: Any, schema: pa.Schema | None, feature_columns: Any, label_columns: Any,

@@ -22,7 +22,8 @@ list<number>                  a list of 1-d tensors, one per row
 variable-shape tensor         a list of tensors, one per row (``None`` for a null row)
 ============================  =================================================================
 
-``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules.
+``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules; a cast to an
+integer dtype that would change a value (wrap 2**40 in int32, cut 2.5, NaN) is refused, naming it.
 Tensors made on the CPU own their memory: where a column's tensor would be a
 view of the block's Arrow buffers (in a block read from Ray's object store, the
 store's memory), it is copied, so that an in-place change to a batch
@@ -109,6 +110,8 @@ def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any, own: bo
     where no cast is needed.
     """
     np_dtype = arr.dtype
+    if dtype is not None and not (np_dtype.kind == "u" and np_dtype.itemsize == 8):  # (uint64: _uint64_for)
+        _check_cast(torch, name, arr, dtype)
     if np_dtype.kind == "u" and np_dtype.itemsize > 1:
         if np_dtype.itemsize == 8:
             arr = _uint64_for(name, arr, dtype, torch)
@@ -126,8 +129,30 @@ def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any, own: bo
     return t
 
 
+def _int_range(torch: Any, dtype: Any) -> tuple[int, int] | None:
+    """The values an integer ``torch.dtype`` holds; ``None`` for float, complex and bool dtypes."""
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return None
+    info = torch.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _check_cast(torch: Any, name: str, arr: np.ndarray, dtype: Any, error: Any = None) -> None:
+    """``dtypes`` casting ``arr`` to an integer dtype must keep every value (torch wraps: 2**40 -> 0 in int32,
+    and cuts 1.5 to 1); checked only where the dtype does not hold every value of ``arr``'s type."""
+    from bridge.errors import BridgeValueError
+
+    from .training_columns import check_integer_cast
+
+    bounds = _int_range(torch, dtype)
+    if bounds is not None:
+        check_integer_cast(arr, *bounds, name=name, target=str(dtype), where="torch", module="torch",
+                           error=error or BridgeValueError)
+
+
 def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarray:
-    """A uint64 column as the array ``dtypes`` casts from: float64 for a float dtype, else int64 (checked)."""
+    """A uint64 column as the array ``dtypes`` casts from: float64 for a float dtype, else int64 (its values
+    checked against the dtype's range, the rule of every other integer cast)."""
     from bridge.errors import UnsupportedTypeError
 
     if dtype is None:
@@ -137,10 +162,7 @@ def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarra
         raise UnsupportedTypeError(msg, hint)
     if getattr(dtype, "is_floating_point", False):
         return arr.astype(np.float64)
-    top = int(arr.max()) if arr.size else 0
-    if top > np.iinfo(np.int64).max:
-        msg = f"torch: column {name!r} (uint64) holds {top}, above int64's largest value; dtypes={dtype} would wrap it"
-        raise UnsupportedTypeError(msg, f"pass dtypes={{{name!r}: torch.float64}} or keep the values below 2**63")
+    _check_cast(torch, name, arr, dtype, UnsupportedTypeError)
     return arr.astype(np.int64)
 
 
@@ -188,7 +210,13 @@ def _resolve_device(device: Any) -> Any:
     torch = _torch()
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as err:
+        from bridge.errors import BridgeValueError
+
+        msg = f"iter_torch_batches(device={device!r}): torch knows no such device"
+        raise BridgeValueError(msg, "pass 'cuda', 'cuda:0', 'cpu' (or 'auto'), or a torch.device") from err
     if dev.type == "cuda" and not torch.cuda.is_available():
         from bridge.errors import BridgeError
 

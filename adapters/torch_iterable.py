@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import numbers
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import torch
 
 from bridge.iteration.options import BatchOptions
@@ -44,6 +45,13 @@ from .worker_feed import WorkerFeed, worker_batches
 
 #: Rows per chunk sent to workers when the exporter yields single rows.
 _ROW_CHUNK = 1024
+
+
+def _is_column(value: Any) -> bool:
+    """A column of a batch: a tensor or array with rows, or a list / tuple of them."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        return value.ndim > 0
+    return isinstance(value, (list, tuple))
 
 
 def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[int, int]:
@@ -58,6 +66,13 @@ def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[i
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def _samples_without_seed(op: Any) -> bool:
+    """Whether the plan ending at ``op`` holds a ``random_sample`` without a seed."""
+    if getattr(getattr(op, "make", None), "seedless_sample", False):
+        return True
+    return any(_samples_without_seed(i) for i in getattr(op, "inputs", ()))
 
 
 class TorchIterableDataset(torch.utils.data.IterableDataset):
@@ -101,16 +116,32 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         #: (epoch, rows_consumed) where the latest pass began, and whether it fed rows to workers.
         self._round: tuple[int, int] | None = None
         self._rows_to_workers = False
-        total = ds.count()
-        per, extra = divmod(total, self.world_size)
-        if equal:
-            extra = 0
-        self.start = self.rank * per + min(self.rank, extra)
-        self.stop = self.start + per + (1 if self.rank < extra else 0)
+        self._equal = equal
+        #: A seedless random_sample draws its rows by the epoch's seed: its row count is the epoch's.
+        self._count_per_epoch = _samples_without_seed(ds._plan)
+        self._set_bounds(ds.count() if not self._count_per_epoch else self._epoch_count())
         self._calls = 0
         self._feed: WorkerFeed | None = WorkerFeed(self._epoch_tables)
         self._feed_addr = (self._feed.address, self._feed.authkey)
         self._owner_pid = os.getpid()
+
+    def _set_bounds(self, total: int) -> None:
+        """This rank's rows ``[start, stop)`` of an epoch of ``total`` rows."""
+        per, extra = divmod(total, self.world_size)
+        if self._equal:
+            extra = 0
+        self.start = self.rank * per + min(self.rank, extra)
+        self.stop = self.start + per + (1 if self.rank < extra else 0)
+
+    def _epoch_count(self) -> int:
+        """The rows of this epoch, with the epoch's seed (what every rank's pass of it will yield)."""
+        from bridge.context import DataContext
+        from bridge.ops.epochs import EPOCH_SEED_ATTR, epoch_seed
+
+        ctx = DataContext.get_current().copy()
+        setattr(ctx, EPOCH_SEED_ATTR, epoch_seed(self.seed, self.epoch))
+        bundles, _ = self._ds._execute(ctx)
+        return sum(b.num_rows for b in bundles)
 
     @staticmethod
     def _shared_seed(torch: Any) -> int:
@@ -172,6 +203,10 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
 
     # -------------------------------------------------------------- iteration
     def _batch_iterator(self, formatter: Any) -> BatchIterator:
+        if self._count_per_epoch:
+            # Each epoch samples its own rows: the ranks cut this epoch's count (a count made without the
+            # epoch's seed once split another sample, and the ranks' shares overlapped).
+            self._set_bounds(self._epoch_count())
         it = BatchIterator(self._ds, self._options, formatter=formatter, epoch=self.epoch, seed=self.seed)
         it.rows_consumed = self.start + self.rows_consumed
         it.stop_row = self.stop
@@ -222,10 +257,30 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
                 yield from self._rows(batch)
 
     @staticmethod
-    def _rows(batch: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        n = len(next(iter(batch.values()))) if batch else 0
-        for i in range(n):
-            yield {k: v[i] for k, v in batch.items()}
+    def _rows(batch: Any) -> Iterator[Any]:
+        """One batch cut into rows: a dict of columns gives dicts, a tuple / list of columns (what a
+        ``collate_fn`` may return) tuples / lists, one tensor or array its rows."""
+        if isinstance(batch, Mapping):
+            n = len(next(iter(batch.values()))) if batch else 0
+            for i in range(n):
+                yield {k: v[i] for k, v in batch.items()}
+            return
+        if isinstance(batch, (torch.Tensor, np.ndarray)) and batch.ndim:
+            yield from batch
+            return
+        if isinstance(batch, (tuple, list)) and batch and all(_is_column(c) for c in batch) \
+                and len({len(c) for c in batch}) == 1:
+            make = (lambda *r: type(batch)(*r)) if hasattr(batch, "_fields") else (lambda *r: type(batch)(r))
+            for i in range(len(batch[0])):
+                yield make(*(c[i] for c in batch))
+            return
+        from bridge.errors import BridgeValueError
+
+        got = type(batch).__name__ + (f" of {[type(c).__name__ for c in batch][:4]}"
+                                      if isinstance(batch, (tuple, list)) else "")
+        msg = f"to_torch(batch_size=None): collate_fn returned {got}, which cannot be cut into rows"
+        raise BridgeValueError(msg, "return a dict of columns, a tuple / list of columns of one length or one "
+                                    "tensor, or pass to_torch(batch_size=B) to get collate_fn's output as it is")
 
     def __repr__(self) -> str:
         return (f"TorchIterableDataset(rank={self.rank}/{self.world_size}, rows={self.num_rows()}, "

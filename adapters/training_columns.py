@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from bridge import tensor
 from bridge.batch import column_to_numpy
-from bridge.errors import ConversionWarning, UnsupportedTypeError
+from bridge.errors import BridgeError, BridgeValueError, ConversionWarning, UnsupportedTypeError
 
 #: (framework, column, type) already warned about: one warning per column and framework, not one per batch.
 _warned_time_like: set[tuple[str, str, str]] = set()
@@ -62,17 +62,100 @@ def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> p
     if value is None:
         msg = (f"{framework}: column {name!r} ({col.type}) has {col.null_count} null(s) in this batch; "
                f"{framework} tensors cannot hold nulls")
-        example = "''" if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else \
-            "b''" if pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type) else "0"
-        hint = (f"pass fill_nulls={{{name!r}: {example}}} (or one value for every column), or drop/fill them first "
-                f"with ds.filter(expr=pc.field({name!r}).is_valid())")
-        raise UnsupportedTypeError(msg, hint)
+        raise UnsupportedTypeError(msg, null_hint(name, col.type, framework))
     try:
         fill = value if pa.types.is_dictionary(col.type) else _exact_scalar(value, col.type)
         return pc.fill_null(col, fill)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, ValueError) as err:
         msg = f"{framework}: cannot fill the nulls of column {name!r} ({col.type}) with {value!r}: {err}"
-        raise UnsupportedTypeError(msg, "pass a fill value of the column's type that it holds exactly") from err
+        example = _fill_example(col.type)
+        hint = null_hint(name, col.type, framework) if example is None else \
+            f"pass a fill value of the column's type that it holds exactly, e.g. fill_nulls={{{name!r}: {example}}}"
+        raise UnsupportedTypeError(msg, hint) from err
+
+
+def _fill_example(t: pa.DataType) -> str | None:
+    """A ``fill_nulls`` value (as Python source) that a column of type ``t`` takes and that the column's
+    tensor then holds, or ``None`` where no value makes the column usable (null, decimal, struct types)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_boolean(t):
+        return "False"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or _is_time_like(t):
+        return "0"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "''"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "b''"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        inner = t.value_type
+        if not (pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_boolean(inner)):
+            return None
+        if pa.types.is_fixed_size_list(t):
+            return f"[{'False' if pa.types.is_boolean(inner) else '0'}] * {t.list_size}"
+        return "[]"
+    return None
+
+
+def null_hint(name: str, t: pa.DataType, framework: str) -> str:
+    """The hint of a nulls error: a ``fill_nulls`` value that works for a column of type ``t``, or what to do
+    where no fill value would."""
+    drop_rows = f"ds.filter(expr=pc.field({name!r}).is_valid())"
+    example = _fill_example(t)
+    if example is not None:
+        return (f"pass fill_nulls={{{name!r}: {example}}} (or one value for every column), or drop/fill them first "
+                f"with {drop_rows}")
+    if pa.types.is_null(t):
+        return (f"a column of type null holds nothing but nulls and no fill_nulls value fills it: drop it "
+                f"(ds.drop_columns([{name!r}])) or cast it to the type its values should have")
+    if tensor.is_fixed_tensor(t):
+        return f"fill_nulls cannot fill a tensor row: drop those rows first with {drop_rows}"
+    return (f"fill_nulls would not help: {framework} has no tensor type for {t}; cast the column first "
+            f"(e.g. a decimal to float64) or drop it (ds.drop_columns([{name!r}]))")
+
+
+def check_integer_cast(values: np.ndarray, lo: int, hi: int, *, name: str, target: str, where: str,
+                       module: str, error: type[BridgeError] = BridgeValueError) -> None:
+    """Raise ``error`` where ``dtypes`` casting ``values`` to the integer type ``target`` (which holds
+    ``lo..hi``) would change a value: wrap it, cut its fraction, or turn NaN into a number.
+
+    Free where the values' own type fits in ``lo..hi`` (a widening cast); else one min and one max
+    (and, from floats, one test that the values are whole).  ``module``: ``torch`` / ``tf``, for the hint.
+    """
+    kind = values.dtype.kind
+    if kind not in "iuf" or values.size == 0:
+        return
+    short = target.rsplit(".", 1)[-1]
+    src = values.dtype.name
+    low: float
+    high: float
+    if kind in "iu":
+        info = np.iinfo(values.dtype)
+        if lo <= info.min and info.max <= hi:
+            return
+        low, high = int(values.min()), int(values.max())
+    else:
+        low, high = float(values.min()), float(values.max())  # NaN if any value is NaN
+    if kind == "f" and math.isnan(low):
+        msg = (f"{where}: column {name!r} ({src}) holds nan, which {short} cannot hold; dtypes={target} would "
+               f"make some number of it")
+        raise error(msg, f"fill or drop the NaNs first, or keep a float dtype for {name!r} ({module}.{src})")
+    if low < lo or high > hi:
+        bad, edge = (low, f"below {short}'s smallest value ({lo})") if low < lo else \
+            (high, f"above {short}'s largest value ({hi})")
+        wide = "int64" if kind in "iu" and bad <= np.iinfo(np.int64).max and short != "int64" else "float64"
+        msg = f"{where}: column {name!r} ({src}) holds {bad!r}, {edge}; dtypes={target} would wrap it"
+        raise error(msg, f"pass a wider dtype for {name!r}, e.g. dtypes={{{name!r}: {module}.{wide}}}, "
+                         f"or leave {name!r} out of dtypes")
+    if kind == "f":
+        flat = values.reshape(-1)
+        whole = np.trunc(flat) == flat
+        if not whole.all():
+            bad = flat[int(np.flatnonzero(~whole)[0])].item()
+            msg = (f"{where}: column {name!r} ({src}) holds {bad!r}, not a whole number; dtypes={target} would "
+                   f"cut it to {int(bad)}")
+            raise error(msg, f"keep a float dtype for {name!r} ({module}.{src}), or round the column first "
+                             f"(ds.map_batches)")
 
 
 def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:

@@ -74,3 +74,49 @@ def test_from_tf_round_trip():
     pairs = bridge.from_tf(tf.data.Dataset.from_tensor_slices((np.ones((3, 2), np.float32), np.arange(3))))
     rows = pairs.take_all()
     assert rows[2]["item_1"] == 2 and list(rows[0]["item_0"]) == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(("column", "dtype", "message"), [
+    (pa.array([1, 300]), tf.int8, "holds 300, above int8"),
+    (pa.array([1, 2**40], pa.uint64()), tf.int32, "holds 1099511627776, above int32"),
+    (pa.array([1.0, 2.5]), tf.int32, "holds 2.5, not a whole number"),
+    (pa.array([[1], [2, 300]]), tf.int8, "holds 300, above int8"),
+])
+def test_iter_tf_batches_refuses_a_narrowing_cast_that_would_change_a_value(column, dtype, message):
+    # tf.cast wrapped (300 -> 44 in int8) or cut (2.5 -> 2) without a word.
+    ds = bridge.from_arrow(pa.table({"x": column}))
+    with pytest.raises(bridge.errors.BridgeValueError, match=f"^iter_tf_batches: column 'x'.*{message}") as err:
+        next(iter(ds.iter_tf_batches(dtypes=dtype)))
+    assert "Hint: " in str(err.value)
+    fits = bridge.from_arrow(pa.table({"x": [1, -2]}))
+    assert next(iter(fits.iter_tf_batches(dtypes=tf.int8)))["x"].numpy().tolist() == [1, -2]
+
+
+def test_iter_tf_batches_dtypes_naming_no_column_or_no_dtype_are_refused():
+    ds = bridge.range(4)
+    with pytest.raises(bridge.errors.BridgeValueError, match=r"\['z'\] but the data has no such column"):
+        next(iter(ds.iter_tf_batches(dtypes={"z": tf.float32})))
+    with pytest.raises(bridge.errors.BridgeTypeError, match="dtypes must be a tf.DType.*'flaot'") as err:
+        ds.iter_tf_batches(dtypes="flaot")
+    assert "Hint: pass e.g. dtypes=tf.float32" in str(err.value)
+    assert next(iter(ds.iter_tf_batches(dtypes="float32")))["id"].dtype == tf.float32
+
+
+@pytest.mark.parametrize(("column", "fill"), [(pa.array(["a", None]), "''"), (pa.array([True, None]), "False")])
+def test_the_tf_null_hint_names_a_fill_value_of_the_column_type(column, fill):
+    ds = bridge.from_arrow(pa.table({"c": column}))
+    with pytest.raises(UnsupportedTypeError, match="'c'.*null") as err:
+        ds.to_tf("c")
+    assert f"fill_nulls={{'c': {fill}}}" in str(err.value)
+    with pytest.raises(UnsupportedTypeError, match="'c'.*null") as err:
+        next(iter(ds.iter_tf_batches()))
+    assert f"fill_nulls={{'c': {fill}}}" in str(err.value)
+    assert len(list(ds.to_tf("c", batch_size=2, fill_nulls={"c": eval(fill)}))) == 1  # following the hint works
+
+
+def test_iter_tf_batches_errors_name_iter_tf_batches():
+    ds = bridge.from_arrow(pa.table({"d": pa.array([1], type=pa.decimal128(5, 2))}))
+    with pytest.raises(UnsupportedTypeError, match="^iter_tf_batches: column 'd'"):
+        next(iter(ds.iter_tf_batches()))
+    with pytest.raises(UnsupportedTypeError, match="^to_tf: column 'd'"):
+        ds.to_tf("d")

@@ -187,3 +187,62 @@ def test_straddling_batch_of_blocks_whose_types_differ_is_converted_together():
     got = list(bridge.from_arrow(blocks).iter_torch_batches(batch_size=30))
     assert [len(b["x"]) for b in got] == [30, 30, 30, 10]
     assert got[1]["i"].tolist() == list(range(30, 60)) and got[1]["i"].dtype == torch.int64
+
+
+@pytest.mark.parametrize(("column", "dtype", "error", "message"), [
+    (pa.array([1, 2, 2**40], pa.uint64()), torch.int32, UnsupportedTypeError, "holds 1099511627776, above int32"),
+    (pa.array([1, 2**40]), torch.int32, bridge.errors.BridgeValueError, "holds 1099511627776, above int32"),
+    (pa.array([1, -200]), torch.uint8, bridge.errors.BridgeValueError, "holds -200, below uint8"),
+    (pa.array([1.0, 2.5]), torch.int64, bridge.errors.BridgeValueError, "holds 2.5, not a whole number"),
+    (pa.array([1.0, float("nan")]), torch.int64, bridge.errors.BridgeValueError, "holds nan"),
+])
+def test_a_narrowing_dtypes_cast_that_would_change_a_value_is_refused(column, dtype, error, message):
+    # torch's cast wrapped (2**40 -> 0 in int32) or cut (2.5 -> 2) without a word.
+    with pytest.raises(error, match=f"column 'x'.*{message}.*dtypes={dtype}") as err:
+        _batch(pa.table({"x": column}), dtypes=dtype)
+    assert "Hint: " in str(err.value)
+
+
+def test_a_narrowing_dtypes_cast_of_values_that_fit_keeps_them():
+    t = pa.table({"i": pa.array([1, -2], pa.int64()), "u": pa.array([3, 4], pa.uint64()), "f": [1.0, -2.0],
+                  "r": [0.1, 2.0**100]})
+    out = _batch(t, dtypes={"i": torch.int8, "u": torch.int16, "f": torch.int32, "r": torch.float32})
+    assert out["i"].tolist() == [1, -2] and out["i"].dtype == torch.int8
+    assert out["u"].tolist() == [3, 4] and out["f"].tolist() == [1, -2] and out["f"].dtype == torch.int32
+    assert out["r"].dtype == torch.float32  # float64 -> float32 rounds: not refused
+
+
+def test_a_device_torch_does_not_know_is_a_bridge_error_with_the_names_to_use():
+    with pytest.raises(bridge.errors.BridgeValueError, match="device='gpu'") as err:
+        bridge.range(4).iter_torch_batches(device="gpu")
+    assert "'cuda', 'cuda:0', 'cpu'" in str(err.value)
+
+
+def test_to_torch_rows_with_a_collate_fn_that_returns_a_tuple():
+    ds = bridge.from_items([{"x": i, "y": 2 * i} for i in range(5)])
+    rows = list(ds.to_torch(collate_fn=lambda b: (b["x"], b["y"])))
+    assert [(int(x), int(y)) for x, y in rows] == [(i, 2 * i) for i in range(5)]
+    rows = list(ds.to_torch(collate_fn=lambda b: torch.as_tensor(b["x"])))
+    assert [int(r) for r in rows] == list(range(5))
+    with pytest.raises(bridge.errors.BridgeValueError, match="cannot be cut into rows"):
+        list(ds.to_torch(collate_fn=lambda b: 3))
+
+
+@pytest.mark.parametrize(("column", "fill"), [
+    (pa.array([True, None]), "False"),
+    (pa.array([[1, 2], None]), "[]"),
+    (pa.array([b"a", None]), "b''"),
+    (pa.array([[1, 2], None], pa.list_(pa.int64(), 2)), "[0] * 2"),
+])
+def test_the_null_hint_names_a_fill_value_that_works(column, fill):
+    t = pa.table({"c": column})
+    with pytest.raises(UnsupportedTypeError, match="'c'.*null") as err:
+        _batch(t)
+    assert f"fill_nulls={{'c': {fill}}}" in str(err.value)
+    _batch(t, fill_nulls={"c": eval(fill)})  # following the hint works
+
+
+def test_the_null_hint_of_a_null_typed_column_says_it_cannot_be_filled():
+    with pytest.raises(UnsupportedTypeError, match="'c' \\(null\\)") as err:
+        _batch(pa.table({"c": pa.array([None, None])}))
+    assert "fill_nulls={" not in str(err.value) and "ds.drop_columns(['c'])" in str(err.value)

@@ -13,11 +13,16 @@ def _identity() -> BlockTransform:
     return BlockTransform(lambda blocks, ctx: blocks, "")
 
 
-def fused_transform(group: list[MapLike]) -> BlockTransform:
-    """The block transforms of a run of map-like operators, first to last, as one (one task per block)."""
+def fused_transform(group: list[MapLike], ctx: DataContext | None = None) -> BlockTransform:
+    """The block transforms of a run of map-like operators, first to last, as one (one task per block).
+
+    A factory marked ``takes_context`` (a seedless ``random_sample``) is given the executing context: it
+    reads the epoch seed a consumer fixed there, so that every rank samples alike.
+    """
     transform = _identity()
     for m in group:
-        transform = transform + m.make()
+        transform = transform + (m.make(ctx) if getattr(m.make, "takes_context", False)  # type: ignore[call-arg]
+                                 else m.make())
     return transform
 
 
@@ -74,7 +79,7 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
             out.append(phys)
             return phys
         _check_resources(group[0])
-        transform = fused_transform(group)
+        transform = fused_transform(group, ctx)
         label = "->".join(m.name for m in group)
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
         if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):

@@ -141,6 +141,8 @@ class GlobalOpsMethods(DatasetMixin):
 
             raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
         make = partial(random_sample_transform, fraction, seed)
+        make.takes_context = True  # type: ignore[attr-defined]
+        make.seedless_sample = seed is None  # type: ignore[attr-defined]
         return self._ds._map_like(make, f"RandomSample({fraction})", None, None, None, None, {})
 
     def zip(self, *others: Dataset) -> Dataset:
@@ -162,6 +164,9 @@ class GlobalOpsMethods(DatasetMixin):
 
             raise BridgeValueError("zip() needs at least one other Dataset", "call ds.zip(other) or ds.zip(a, b)")
         out = self._ds
+        from bridge.dataset import check_datasets
+
+        check_datasets("zip", others)
         for other in others:  # one exchange per input: names clash-suffixed left to right, as Ray Data does
             out = out._with(AllToAll([out._plan, other._plan], zip_fn("Zip"), "Zip"))
         return out

@@ -22,6 +22,7 @@ from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import BlockTransform, TaskContext
 from bridge.ops import exchange
+from bridge.ops.epochs import EPOCH_SEED_ATTR
 from bridge.ops.held_exchange import run_exchange
 
 
@@ -57,7 +58,10 @@ def random_shuffle_fn(seed: int | None, num_blocks: int | None) -> Any:
         bundles.clear()  # the map tasks keep their inputs alive; nothing else needs to
         if not refs or sum(m.num_rows for m in metas) == 0:
             return [RefBundle(refs, metas)] if refs else []
-        this_seed = _fresh_seed() if seed is None else int(seed)
+        # A consumer's epoch seed (every rank of to_torch(rank=, world_size=) runs this plan and must
+        # cut the same permutation: ranks once shuffled apart, and their shares overlapped).
+        fixed = seed if seed is not None else getattr(ctx, EPOCH_SEED_ATTR, None)
+        this_seed = _fresh_seed() if fixed is None else int(fixed)
         n_out = exchange.num_partitions(metas, num_blocks)
         return run_exchange(_shuffle_map, (n_out, this_seed), _shuffle_reduce, (this_seed,), refs, metas, n_out, ctx)
 
@@ -152,8 +156,15 @@ def repartition_keys_fn(num_blocks: int, keys: list[str], sort: bool, label: str
 # ------------------------------------------------------------------ random_sample (per block, no exchange)
 
 
-def random_sample_transform(fraction: float, seed: int | None) -> BlockTransform:
-    """Keep each row with probability ``fraction`` (seeded per block index when ``seed`` is given)."""
+def random_sample_transform(fraction: float, seed: int | None, context: DataContext | None = None) -> BlockTransform:
+    """Keep each row with probability ``fraction`` (seeded per block index when ``seed`` is given).
+
+    Without ``seed``, the epoch seed a consumer fixed on the executing ``context`` (the ranks of
+    ``to_torch(rank=, world_size=)``, a resumed epoch) stands in for it: each rank once drew its own
+    sample, so the ranks' shares overlapped and differed in size.
+    """
+    if seed is None and context is not None:
+        seed = getattr(context, EPOCH_SEED_ATTR, None)
 
     def sample(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         rng = np.random.default_rng() if seed is None else _rng(int(seed), ctx.task_index, 2)
