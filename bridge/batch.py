@@ -109,6 +109,15 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         out = np.empty(len(col), dtype=object)
         out[:] = col.to_pylist()  # exact Python values (NumPy would make ints with nulls floats)
         return out
+    if pa.types.is_fixed_size_list(t) and col.null_count and not _inner_nulls(col):
+        # The slots under a null row are nulls too: NumPy turned the whole child into floats for them
+        # (int64 past 2**53 changed, ints came back as floats). The other rows' values, in their type.
+        inner = column_to_numpy(pc.list_flatten(col))
+        size = t.list_size
+        out = np.empty(len(col), dtype=object)
+        for j, i in enumerate(np.flatnonzero(col.is_valid().to_numpy(zero_copy_only=False))):
+            out[i] = inner[j * size:(j + 1) * size]
+        return out
     if is_list_like(t) and _inner_nulls(col):
         # NumPy would turn an inner null of list<int> into NaN (and the ints into floats): rows
         # become object arrays holding None instead, so nothing changes on the way back.
@@ -495,6 +504,13 @@ def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") ->
             return fitted
     try:
         return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        # One column of ints and strings (or of values pyarrow cannot mix): the column and the kinds.
+        kinds = sorted({type(v).__name__ for v in values if v is not None})
+        raise BatchTypeError(f"column {name!r} holds values of kinds no one Arrow type holds together "
+                             f"({', '.join(kinds)}): {str(err).splitlines()[0]}",
+                             "give a column one kind of value per row (e.g. str(x) for all, or None for "
+                             "missing); exact numbers mixing ints and floats: decimal.Decimal") from None
     except OverflowError:
         # pyarrow infers int64 for Python ints: those in [2**63, 2**64) fit uint64 when none is negative.
         ints = [v for v in values if v is not None]

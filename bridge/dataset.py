@@ -115,6 +115,18 @@ def writable_batches(fn: Any) -> Any:
     return wrapper
 
 
+def _unique_columns(op: str, cols: list[str] | str) -> list[str]:
+    """``cols`` as a list; a name given twice is refused (as Ray Data does) rather than duplicated or failing in a task."""
+    cols = [cols] if isinstance(cols, str) else list(cols)
+    repeated = sorted({c for c in cols if cols.count(c) > 1})
+    if repeated:
+        from bridge.errors import BridgeValueError
+
+        msg = f"{op}: column names must be unique; {repeated} given more than once in {cols}"
+        raise BridgeValueError(msg, f"name each column once: {op}({list(dict.fromkeys(cols))})")
+    return cols
+
+
 def _renaming_transform(label: str, names: dict[str, str]) -> BlockTransform:
     return _unique_names(project_transform(label, rename=names), label)
 
@@ -134,6 +146,20 @@ def _unique_names(inner: BlockTransform, label: str) -> BlockTransform:
             yield b
 
     return BlockTransform(run, label)
+
+
+def check_datasets(method: str, others: tuple[Any, ...]) -> None:
+    """Refuse arguments of ``union`` / ``zip`` that are not Datasets (a DataFrame, a list of Datasets):
+    they failed with ``AttributeError: ... has no attribute '_plan'``."""
+    for i, other in enumerate(others):
+        if not isinstance(other, Dataset):
+            from bridge.errors import BridgeTypeError
+
+            got = type(other).__name__
+            msg = f"{method}(): argument {i + 1} is a {got}, not a raybridge Dataset"
+            hint = (f"unpack a list: ds.{method}(*datasets)" if isinstance(other, (list, tuple)) else
+                    f"convert it first, e.g. ds.{method}(bridge.from_any(obj)) (from_pandas, from_arrow, ...)")
+            raise BridgeTypeError(msg, hint)
 
 
 class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
@@ -339,8 +365,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         label = f"AddColumn({col})"
         user = UserFn(fn)
+        # Not marked as keeping rows: fn sees a whole batch (a mean, len(df)), so a limit pushed below it
+        # changed the values it computed (take(3) differed from take_all()[:3]).
         return self._map_like(partial(add_column_transform, col, user, batch_format, label), label, None, None, num_cpus,
-                              None, ray_remote_args, preserves_rows=True)
+                              None, ray_remote_args)
 
     def _project(self, label: str, columns: list[str] | None = None, **kw: Any) -> Dataset:
         op = Project([self._plan], label, partial(project_transform, label, **kw), preserves_rows=True,
@@ -355,7 +383,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.from_items([{"a": 1, "b": "x", "c": 2.5}]).select_columns(["b", "a"]).take_all()
             [{'b': 'x', 'a': 1}]
         """
-        cols = [cols] if isinstance(cols, str) else list(cols)
+        cols = _unique_columns("select_columns", cols)
         return self._project(f"SelectColumns({cols})", columns=cols, select=cols)
 
     def drop_columns(self, cols: list[str] | str) -> Dataset:
@@ -366,7 +394,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.from_items([{"a": 1, "b": "x", "c": 2.5}]).drop_columns("c").take_all()
             [{'a': 1, 'b': 'x'}]
         """
-        cols = [cols] if isinstance(cols, str) else list(cols)
+        cols = _unique_columns("drop_columns", cols)
         return self._project(f"DropColumns({cols})", drop=cols)
 
     def rename_columns(self, names: dict[str, str]) -> Dataset:
@@ -418,6 +446,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         from bridge.ops.zip_op import check_union_schemas
 
+        check_datasets("union", others)
         known = [(i, d._plan) for i, d in enumerate((self, *others)) if isinstance(d._plan, InputData)]
         check_union_schemas("union", [_first_schema(p.bundles) for _, p in known], [i for i, _ in known])
         return self._with(Union([self._plan, *[o._plan for o in others]]))
@@ -587,6 +616,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
         """All rows as a ``pandas.DataFrame`` (index restored when the source had one).
 
+        ``limit``: a safety cap, as in Ray Data: raises if the Dataset has more rows (use
+        ``ds.limit(n).to_pandas()`` for the first ``n``).
+
         Example:
             >>> import bridge
             >>> bridge.from_items([{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]).to_pandas()
@@ -594,10 +626,23 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             0  1  x
             1  2  y
         """
-        ds = self.limit(limit) if limit is not None else self
         from bridge.pandas_types import block_to_pandas
 
-        return block_to_pandas(ds.to_arrow(), schema_attr=True)
+        if limit is None:
+            return block_to_pandas(self.to_arrow(), schema_attr=True)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"to_pandas(limit={limit!r}) needs a row count >= 0",
+                                   "pass the most rows you expect, e.g. to_pandas(limit=1_000_000)")
+        table = self.limit(limit + 1).to_arrow()
+        if table.num_rows > limit:
+            from bridge.errors import BridgeValueError
+
+            # It once returned the first `limit` rows: code that passes a cap lost the rest without a word.
+            msg = f"to_pandas(limit={limit}): the Dataset has more than {limit} rows"
+            raise BridgeValueError(msg, f"raise the limit, or take the first rows with ds.limit({limit}).to_pandas()")
+        return block_to_pandas(table, schema_attr=True)
 
     def take(self, n: int = 20) -> list[dict[str, Any]]:
         """The first ``n`` rows as dicts.

@@ -336,3 +336,57 @@ def test_from_arrow_refs_rejects_a_table_passed_instead_of_a_reference():
     with pytest.raises(BridgeTypeError, match=r"item 1 is a Table, not a ray.ObjectRef") as err:
         bridge.from_arrow_refs([ray.put(pa.table({"x": [1]})), pa.table({"x": [2]})])
     assert "from_arrow" in str(err.value)
+
+
+def test_proportional_splits_take_ray_datas_sizes_and_refuse_an_empty_part():
+    from bridge.errors import BridgeValueError
+
+    sizes = lambda parts: [p.count() for p in parts]  # noqa: E731
+    assert sizes(bridge.range(10).train_test_split(0.05)) == [9, 1]  # Ray Data: int(10 * 0.95) train rows
+    assert sizes(bridge.range(10).train_test_split(0.25)) == [7, 3]
+    assert sizes(bridge.range(10).train_test_split(0.2)) == [8, 2]
+    assert sizes(bridge.range(10).split_proportionately([0.2, 0.5])) == [2, 5, 3]
+    assert sizes(bridge.range(10).split_proportionately([0.2, 0.05])) == [1, 1, 8]  # cuts 2, 2 -> 1, 2 as Ray Data
+    with pytest.raises(BridgeValueError, match=r"10 rows into 2 non-empty parts[\s\S]*Hint:"):
+        bridge.range(10).split_proportionately([0.05])
+    with pytest.raises(BridgeValueError, match=r"test_size=0.95[\s\S]*Hint:"):
+        bridge.range(10).train_test_split(0.95)
+    with pytest.raises(BridgeValueError, match=r"0 rows"):
+        bridge.range(0).train_test_split(0.5)
+
+
+def test_proportional_splits_cut_the_rows_they_counted():
+    # An unseeded sample differs per run: sizes and parts must come from one run.
+    sampled = bridge.range(10_000, override_num_blocks=4).random_sample(0.5)
+    first, rest = sampled.split_proportionately([0.5])
+    assert first.count() in (rest.count(), rest.count() - 1)
+    train, test = sampled.train_test_split(0.5, shuffle=True)
+    assert test.count() in (train.count(), train.count() + 1)
+    ids = [r["id"] for p in (train, test) for r in p.take_all()]
+    assert len(ids) == len(set(ids))
+
+
+def test_select_and_drop_columns_refuse_a_repeated_name():
+    from bridge.errors import BridgeValueError
+
+    ds = bridge.from_items([{"a": 1, "b": 2}])
+    with pytest.raises(BridgeValueError, match=r"select_columns: column names must be unique; \['a'\][\s\S]*Hint:"):
+        ds.select_columns(["a", "b", "a"])
+    with pytest.raises(BridgeValueError, match=r"drop_columns: column names must be unique; \['b'\][\s\S]*Hint:"):
+        ds.drop_columns(["b", "b"])
+    assert ds.select_columns(["b", "a"]).take_all() == [{"b": 2, "a": 1}]
+    assert ds.drop_columns("b").take_all() == [{"a": 1}]
+
+
+def test_groupby_refuses_a_key_type_arrow_cannot_group_by_naming_it():
+    from bridge.errors import UnsupportedTypeError
+
+    ds = bridge.from_items([{"l": [i % 2], "s": {"f": i % 2}, "v": i} for i in range(6)], override_num_blocks=2)
+    for key, typ in [("l", "list<item: int64>"), ("s", "struct<f: int64>")]:
+        with pytest.raises(UnsupportedTypeError, match=rf"key column '{key}' has type {typ}, which cannot be grouped"):
+            ds.groupby(key).count().take_all()
+        with pytest.raises(UnsupportedTypeError, match=rf"'{key}' has type {typ}[\s\S]*Hint:"):
+            ds.groupby(key).map_groups(lambda b: b).take_all()
+        with pytest.raises(UnsupportedTypeError, match=rf"'{key}' has type"):
+            ds.repartition(2, keys=[key]).materialize()
+    assert ds.groupby("v").count().count() == 6

@@ -605,3 +605,71 @@ def test_async_callable_classes_run_and_give_their_batches():
     assert sorted(r["x"] for r in out.take_all()) == [0, 2, 4, 6, 8, 10]
     out = bridge.range(4).map_batches(_AsyncTwoBatches, concurrency=2)
     assert sorted(r["x"] for r in out.take_all()) == [0, 1, 2, 3, 100, 101, 102, 103]
+
+
+def test_torch_ranks_share_a_seedless_shuffle_or_sample_without_overlap():
+    """Every rank of to_torch(rank=, world_size=) runs the plan; a seedless random_shuffle drew its own
+    permutation per rank (rows came twice and others never), and a seedless random_sample its own rows."""
+    pytest.importorskip("torch")
+    shuffled = bridge.range(40, override_num_blocks=4).random_shuffle()
+    shares = [[int(x) for b in shuffled.to_torch(batch_size=4, rank=k, world_size=2) for x in b["id"]]
+              for k in (0, 1)]
+    assert sorted(shares[0] + shares[1]) == list(range(40))
+    sampled = bridge.range(200, override_num_blocks=4).random_sample(0.5)
+    shares = [[int(x) for b in sampled.to_torch(batch_size=4, rank=k, world_size=2) for x in b["id"]]
+              for k in (0, 1)]
+    assert not set(shares[0]) & set(shares[1]) and len(shares[0]) == len(shares[1]) > 0
+    assert len(set(shares[0] + shares[1])) == len(shares[0]) + len(shares[1])
+
+
+def test_a_limit_is_not_pushed_below_add_column():
+    """add_column's function sees a whole batch: with the limit pushed below it, take(3) computed the
+    mean of 3 rows instead of the block's, and len(df) was 2 in take_batch(2)."""
+    ds = bridge.range(10, override_num_blocks=1).add_column("m", lambda df: df["id"] - df["id"].mean())
+    assert [r["m"] for r in ds.take(3)] == [r["m"] for r in ds.take_all()[:3]] == [-4.5, -3.5, -2.5]
+    n = bridge.range(10, override_num_blocks=1).add_column("n", lambda df: len(df))
+    assert n.take_batch(2)["n"].tolist() == [10, 10]
+
+
+def test_to_pandas_limit_is_a_cap_that_raises_as_in_ray_data():
+    """to_pandas(limit=3) of 20 rows returned 3 rows without a word (Ray Data raises: it is a cap)."""
+    with pytest.raises(BridgeError, match="more than 3 rows") as err:
+        bridge.range(20).to_pandas(limit=3)
+    assert "ds.limit(3).to_pandas()" in err.value.hint
+    assert bridge.range(3).to_pandas(limit=3)["id"].tolist() == [0, 1, 2]
+    assert list(bridge.range(3).filter(lambda r: False).to_pandas(limit=0).columns) == ["id"]
+
+
+def test_a_fixed_size_list_of_ints_with_a_null_row_stays_ints_in_numpy_batches():
+    """The slots under a null row are nulls: NumPy made the whole child float64 (2**53 + 1 changed,
+    uint64 2**64 - 1 became 1.8e19), in numpy batches, to_numpy_refs and map_batches' round trip."""
+    big = 2**53 + 1
+    for t in (pa.table({"v": pa.array([[big, 1], None, [3, 4]], pa.list_(pa.int64(), 2))}),
+              pa.table({"v": pa.array([[2**64 - 1, 1], None, [3, 4]], pa.list_(pa.uint64(), 2))})):
+        ds = bridge.from_arrow(t)
+        rows = next(ds.iter_batches())["v"]
+        assert rows[1] is None and rows[0].dtype == t.schema.field("v").type.value_type.to_pandas_dtype()
+        assert [None if r is None else r.tolist() for r in rows] == t.column("v").to_pylist()
+        assert ds.map_batches(lambda b: b).to_arrow().equals(t)
+
+
+def test_first_hour_mistakes_with_rows_and_datasets_get_bridge_errors():
+    """from_items(df) made one row per column name; union(df) / union([ds]) raised AttributeError
+    '_plan'; a column of ints and strings from map / from_items raised a raw ArrowInvalid."""
+    from bridge.errors import BridgeTypeError, UserCodeError
+
+    with pytest.raises(BridgeTypeError, match="column names, not its rows") as err:
+        bridge.from_items(pd.DataFrame({"a": [1, 2]}))
+    assert "from_pandas" in err.value.hint
+    with pytest.raises(BridgeTypeError, match="argument 1 is a DataFrame"):
+        bridge.range(2).union(pd.DataFrame({"a": [1]}))
+    with pytest.raises(BridgeTypeError, match="zip\\(\\): argument 1 is a DataFrame"):
+        bridge.range(2).zip(pd.DataFrame({"a": [1]}))
+    with pytest.raises(BridgeTypeError, match="argument 1 is a list") as err:
+        bridge.range(2).union([bridge.range(1)])
+    assert "*datasets" in err.value.hint
+    with pytest.raises(BridgeTypeError, match=r"column 'a' holds values of kinds .* \(int, str\)"):
+        bridge.from_items([{"a": 1}, {"a": "x"}]).take_all()
+    with pytest.raises(UserCodeError, match=r"column 'x' holds values of kinds"):
+        bridge.range(4).map(lambda r: {"x": 1 if r["id"] < 2 else "s"}).take_all()
+    assert bridge.from_items([{"x": 1}, {"x": 2.5}]).take_all() == [{"x": 1.0}, {"x": 2.5}]

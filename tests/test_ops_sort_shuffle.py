@@ -190,3 +190,32 @@ def test_repartition_refuses_keys_and_sort_it_cannot_honour(kwargs, match):
 def test_repartition_with_an_unknown_key_names_it():
     with pytest.raises(SchemaMismatchError, match="'nope'"):
         bridge.range(10).repartition(2, keys=["nope"]).materialize()
+
+
+def test_sort_boundaries_are_compared_by_value_not_cast_to_the_column_type():
+    def blocks(ds: bridge.Dataset, column: str = "x") -> list[list]:
+        return [ray.get(r).column(column).to_pylist() for r in ds.materialize().get_internal_block_refs()]
+
+    ints = bridge.from_items([{"x": v} for v in [6, 4, 7, 5]], override_num_blocks=2)
+    assert blocks(ints.sort("x", boundaries=[5.5])) == [[4, 5], [6, 7]]  # as Ray Data; not cut at 5
+    assert blocks(ints.sort("x", boundaries=[4.9999])) == [[4], [5, 6, 7]]
+    assert blocks(ints.sort("x", boundaries=[5.0, 2**70])) == [[4], [5, 6, 7], []]
+    # With nulls the rows are placed by the tagged sort rather than by binary search: the same cut.
+    nulls = bridge.from_items([{"x": v} for v in [6, None, 4, 7, 5]], override_num_blocks=2)
+    assert blocks(nulls.sort("x", boundaries=[5.5])) == [[4, 5], [6, 7, None]]
+    f32 = bridge.from_arrow(pa.table({"x": pa.array([0.9, 0.7, 0.5], pa.float32())}))
+    assert [len(b) for b in blocks(f32.sort("x", boundaries=[0.7]))] == [2, 1]  # float32(0.7) < 0.7
+    i8 = bridge.from_arrow(pa.table({"x": pa.array([127, 1, 100], pa.int8())}))
+    out = i8.sort("x", boundaries=[100, 300]).materialize()
+    assert blocks(out) == [[1], [100, 127], []] and out.schema().field("x").type == pa.int8()
+
+
+def test_sort_refuses_a_key_type_arrow_cannot_sort_naming_it():
+    from bridge.errors import UnsupportedTypeError
+
+    ds = bridge.from_items([{"l": [i, 1], "m": i} for i in range(6)], override_num_blocks=2)
+    with pytest.raises(UnsupportedTypeError, match=r"Sort.*key column 'l' has type list<item: int64>[\s\S]*Hint:"):
+        ds.sort("l").take_all()
+    with pytest.raises(UnsupportedTypeError, match=r"'l' has type list"):
+        ds.sort(["m", "l"], descending=[True, False]).take_all()
+    assert [r["m"] for r in ds.sort("m", descending=True).take_all()] == [5, 4, 3, 2, 1, 0]

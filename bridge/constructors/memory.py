@@ -14,7 +14,7 @@ import ray
 
 from bridge.batch import frame_to_block, keeps_frame_index
 from bridge.block import Block, BlockMetadata, normalize_types
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, BridgeTypeError
 from bridge.execution.bundle import RefBundle
 from bridge.io.datasource import split_even
 from bridge.plan.logical import InputData, Read
@@ -216,6 +216,12 @@ def from_items(items: Iterable[Any], *, override_num_blocks: int | None = None) 
     if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
         msg = f"from_items() needs a list (or iterable) of rows; got {type(items).__name__}"
         raise BridgeError(msg, 'pass a list such as [{"x": 1}, {"x": 2}]')
+    frame_kind = f"{type(items).__module__.split('.')[0]}.{type(items).__name__}"
+    if type(items).__name__ in ("DataFrame", "Table", "RecordBatch") or hasattr(items, "__arrow_c_stream__"):
+        # Iterating a frame gives its column names: one row per column name, and the data was lost.
+        msg = f"from_items() got a {frame_kind}, whose iteration gives its column names, not its rows"
+        raise BridgeTypeError(msg, "pass it to bridge.from_pandas(df) / from_arrow(table) / from_any(obj), or "
+                                   "pass df.to_dict('records') here")
     return Dataset(Read([], ItemsDatasource(list(items), override_num_blocks)))
 
 

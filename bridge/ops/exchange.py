@@ -447,6 +447,9 @@ def partition_by_keys(
     if not refs:
         return None
     check_columns(label, keys, input_schema(metas))
+    from bridge.ops.sort import check_key_types  # (bridge.ops.sort imports this module)
+
+    check_key_types(label, keys, input_schema(metas), group=True)
     sort_keys: SortKeys = [(k, "ascending") for k in keys]
     bounds = sample_boundaries(refs, sort_keys, n_out or num_partitions(metas), distinct=True)
     n = n_out if n_out is not None else 1 if bounds is None else bounds.num_rows + 1

@@ -12,6 +12,8 @@ globally sorted.  Nulls and NaN sort last, ascending or descending (as pandas'
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -38,8 +40,44 @@ def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> 
     return [(k, "descending" if d else "ascending") for k, d in zip(keys, flags)]
 
 
+#: The sort key cast to the boundaries' type, for comparing them by value (dropped from the pieces).
+_CMP_KEY = "__raybridge_sort_cmp"
+
+
+def check_key_types(op: str, columns: Sequence[str], schema: pa.Schema | None, *, group: bool = False) -> None:
+    """Raise :class:`UnsupportedTypeError` naming a key column whose type Arrow cannot sort (``group``: nor group by).
+
+    Probed on an empty table of the column's type, with the kernels the tasks run.
+    """
+    if schema is None:
+        return
+    for column in dict.fromkeys(c for c in columns if c in schema.names):
+        field = schema.field(column)
+        empty = pa.schema([field]).empty_table()
+        try:
+            exchange.sort_indices(empty, [(column, "ascending")])
+            if group:
+                empty.group_by([column], use_threads=False).aggregate([])
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            from bridge.errors import UnsupportedTypeError
+
+            what = "grouped by" if group else "sorted"
+            msg = f"{op}: key column {column!r} has type {field.type}, which cannot be {what} ({err})"
+            raise UnsupportedTypeError(msg, "use a key column of scalar values (numbers, strings, dates); for a "
+                                            "list or struct, first derive one, e.g. with ds.map_batches") from err
+
+
 def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
               ties_after: bool = False) -> list[Block]:
+    if bounds is not None and block.num_rows:
+        column, order = sort_keys[0]
+        bound_type = bounds.schema.field(column).type
+        if column in block.column_names and block.schema.field(column).type != bound_type:
+            # Boundaries the column's type cannot hold as they are (see _boundary_table): compare by value, in theirs.
+            keyed = block.append_column(_CMP_KEY, block.column(column).cast(bound_type, safe=False))
+            pieces = exchange.range_split(keyed, bounds.rename_columns([_CMP_KEY]), [(_CMP_KEY, order)], n_out,
+                                          sort=False, ties_after=ties_after)
+            return [p.drop_columns([_CMP_KEY]) for p in pieces]
     # The reducer sorts its range anyway; a single numeric key is placed by binary search alone.
     return exchange.range_split(block, bounds, sort_keys, n_out, sort=False, ties_after=ties_after)
 
@@ -65,10 +103,34 @@ def check_boundaries(sort_keys: SortKeys, boundaries: Any) -> list[Any] | None:
     return values
 
 
+def _is_number_type(t: pa.DataType | None) -> bool:
+    return t is not None and (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
+
+
+def _exactly(values: list[Any], t: pa.DataType) -> pa.Array | None:
+    """``values`` as an array of type ``t``, or ``None`` where that would change one."""
+    try:
+        arr = pa.array(values, type=t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    return arr if arr.to_pylist() == values else None
+
+
 def _boundary_table(column: str, values: list[Any], schema: pa.Schema | None) -> pa.Table:
+    """The boundaries in the column's type when it holds them exactly, else (numbers) in float64.
+
+    A boundary is compared by value: ``5.5`` on an integer column is not ``5``, nor ``0.7``
+    on a float32 column its float32 neighbour; such boundaries stay float64 and the map
+    tasks compare the column cast to float64 (as Ray Data compares them, with NumPy).
+    """
     t = schema.field(column).type if schema is not None and column in schema.names else None
     try:
-        return pa.table({column: pa.array(values, type=t)})
+        bounds = None
+        if _is_number_type(t) and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+            bounds = _exactly(values, t)
+            if bounds is None:
+                bounds = pa.array([float(v) for v in values], type=pa.float64())
+        return pa.table({column: pa.array(values, type=t) if bounds is None else bounds})
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as err:
         from bridge.errors import BridgeValueError
 
@@ -90,6 +152,7 @@ def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None
         if not refs:
             return []
         exchange.check_columns(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
+        check_key_types(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
         if boundaries is not None:
             bounds: pa.Table | None = _boundary_table(sort_keys[0][0], boundaries, exchange.input_schema(metas))
             n_out = len(boundaries) + 1

@@ -100,48 +100,80 @@ def split(ds: Dataset, n: int, *, equal: bool = False) -> list[MaterializedDatas
     return _as_datasets(cut_rows(bundles, bounds), "Split", bundles)
 
 
-def split_at_indices(ds: Dataset, indices: Sequence[int]) -> list[MaterializedDataset]:
-    """Parts ``[0, i0), [i0, i1), ..., [ik, N)``; indices past the end give empty parts."""
-    idx = list(indices)
-    if any(not isinstance(i, int) or i < 0 for i in idx) or idx != sorted(idx):
-        msg = f"split_at_indices needs non-negative, sorted row indices; got {idx}"
-        raise BridgeError(msg, "pass e.g. split_at_indices([100, 250])")
-    bundles = _bundles_of(ds)
+def _cut_at(bundles: list[RefBundle], idx: list[int]) -> list[MaterializedDataset]:
     total = sum(b.num_rows for b in bundles)
     cuts = [0] + [min(i, total) for i in idx] + [total]
     bounds = list(zip(cuts[:-1], cuts[1:]))
     return _as_datasets(cut_rows(bundles, bounds), "SplitAt", bundles)
 
 
-def split_proportionately(ds: Dataset, proportions: Sequence[float]) -> list[MaterializedDataset]:
-    """Parts holding these fractions of the rows; the last part gets the rest."""
-    if not proportions or any(p <= 0 for p in proportions) or sum(proportions) >= 1:
-        msg = f"proportions must be positive and sum to less than 1; got {list(proportions)}"
-        raise BridgeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
-    total = ds.count()
+def split_at_indices(ds: Dataset, indices: Sequence[int]) -> list[MaterializedDataset]:
+    """Parts ``[0, i0), [i0, i1), ..., [ik, N)``; indices past the end give empty parts."""
+    idx = list(indices)
+    if any(not isinstance(i, int) or i < 0 for i in idx) or idx != sorted(idx):
+        msg = f"split_at_indices needs non-negative, sorted row indices; got {idx}"
+        raise BridgeError(msg, "pass e.g. split_at_indices([100, 250])")
+    return _cut_at(_bundles_of(ds), idx)
+
+
+def _proportional_indices(op: str, total: int, proportions: Sequence[float], hint: str) -> list[int]:
+    """Ray Data's row indices for cumulative ``proportions`` of ``total`` rows, each part non-empty."""
     idx, acc = [], 0.0
     for p in proportions:
         acc += p
         idx.append(int(total * acc))
-    return split_at_indices(ds, idx)
+    # As Ray Data: an index equal to the next one moves (with all before it) one row earlier.
+    subtract = 0
+    for i in range(len(idx) - 2, -1, -1):
+        idx[i] -= subtract
+        if idx[i] == idx[i + 1]:
+            subtract += 1
+            idx[i] -= 1
+    if any(i <= 0 for i in idx) or idx[-1] >= total:
+        from bridge.errors import BridgeValueError
+
+        msg = (f"{op}: cannot cut {total} row{'' if total == 1 else 's'} into {len(idx) + 1} non-empty parts "
+               f"of these proportions (the cuts would be at rows {idx})")
+        raise BridgeValueError(msg, hint)
+    return idx
+
+
+def split_proportionately(ds: Dataset, proportions: Sequence[float]) -> list[MaterializedDataset]:
+    """Parts holding these fractions of the rows (Ray Data's sizes); the last part gets the rest.
+
+    Every part has at least one row, else ``BridgeValueError``.
+    """
+    if not proportions or any(p <= 0 for p in proportions) or sum(proportions) >= 1:
+        msg = f"proportions must be positive and sum to less than 1; got {list(proportions)}"
+        raise BridgeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
+    bundles = _bundles_of(ds)  # one run: the sizes are computed from the very rows that are cut
+    total = sum(b.num_rows for b in bundles)
+    op = f"split_proportionately({list(proportions)})"
+    hint = "use larger proportions (or more rows), or split_at_indices([...]), which allows empty parts"
+    return _cut_at(bundles, _proportional_indices(op, total, proportions, hint))
 
 
 def train_test_split(
     ds: Dataset, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
 ) -> tuple[MaterializedDataset, MaterializedDataset]:
-    """``(train, test)``: the last ``test_size`` rows (a fraction in (0, 1) or a row count) are the test set."""
-    total = ds.count()
+    """``(train, test)``: the last ``test_size`` rows (a fraction in (0, 1) or a row count) are the test set.
+
+    A fraction cuts at row ``int(N * (1 - test_size))``, as Ray Data; both parts must then be non-empty.
+    """
+    if isinstance(test_size, float) and not 0 < test_size < 1:
+        msg = f"train_test_split: a float test_size must lie in (0, 1); got {test_size}"
+        raise BridgeError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
+    if shuffle:
+        ds = ds.random_shuffle(seed=seed)
+    bundles = _bundles_of(ds)  # one run: the size is computed from the very rows that are cut
+    total = sum(b.num_rows for b in bundles)
     if isinstance(test_size, float):
-        if not 0 < test_size < 1:
-            msg = f"train_test_split: a float test_size must lie in (0, 1); got {test_size}"
-            raise BridgeError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
-        n_test = int(round(total * test_size))
+        hint = "pass a test_size that leaves rows on both sides, or a row count: train_test_split(1)"
+        idx = _proportional_indices(f"train_test_split(test_size={test_size})", total, [1 - test_size], hint)
     elif isinstance(test_size, int) and 0 <= test_size <= total:
-        n_test = test_size
+        idx = [total - test_size]
     else:
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
         raise BridgeError(msg, "pass e.g. test_size=0.2")
-    if shuffle:
-        ds = ds.random_shuffle(seed=seed)
-    train, test = split_at_indices(ds, [total - n_test])
+    train, test = _cut_at(bundles, idx)
     return train, test
