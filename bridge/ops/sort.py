@@ -69,7 +69,7 @@ def check_key_types(op: str, columns: Sequence[str], schema: pa.Schema | None, *
 
 def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
               ties_after: bool = False) -> list[Block]:
-    if bounds is not None and block.num_rows:
+    if bounds is not None and block.num_rows and len(sort_keys) == 1 and bounds.num_columns == 1:
         column, order = sort_keys[0]
         bound_type = bounds.schema.field(column).type
         if column in block.column_names and block.schema.field(column).type != bound_type:
