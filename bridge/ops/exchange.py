@@ -117,6 +117,29 @@ def check_columns(op: str, columns: Sequence[str], schema: pa.Schema | None) -> 
         raise SchemaMismatchError(msg, "pass one of the existing column names (see ds.schema())")
 
 
+
+def check_key_types(op: str, columns: Sequence[str], schema: pa.Schema | None, *, group: bool = False) -> None:
+    """Raise :class:`UnsupportedTypeError` naming a key column whose type Arrow cannot sort (``group``: nor group by).
+
+    Probed on an empty table of the column's type, with the kernels the tasks run.
+    """
+    if schema is None:
+        return
+    for column in dict.fromkeys(c for c in columns if c in schema.names):
+        field = schema.field(column)
+        empty = pa.schema([field]).empty_table()
+        try:
+            sort_indices(empty, [(column, "ascending")])
+            if group:
+                empty.group_by([column], use_threads=False).aggregate([])
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            from bridge.errors import UnsupportedTypeError
+
+            what = "grouped by" if group else "sorted"
+            msg = f"{op}: key column {column!r} has type {field.type}, which cannot be {what} ({err})"
+            raise UnsupportedTypeError(msg, "use a key column of scalar values (numbers, strings, dates); for a "
+                                            "list or struct, first derive one, e.g. with ds.map_batches") from err
+
 # ------------------------------------------------------------------ generic tasks
 
 
@@ -447,7 +470,6 @@ def partition_by_keys(
     if not refs:
         return None
     check_columns(label, keys, input_schema(metas))
-    from bridge.ops.sort import check_key_types  # (bridge.ops.sort imports this module)
 
     check_key_types(label, keys, input_schema(metas), group=True)
     sort_keys: SortKeys = [(k, "ascending") for k in keys]

@@ -33,7 +33,6 @@ from bridge.ops.aggregate import (
     restored,
     typed_aggregations,
 )
-from bridge.ops.sort import check_key_types
 
 _ROW = "__raybridge_row"
 #: The constant key a whole-Dataset aggregate groups by.
@@ -170,7 +169,7 @@ def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
             return []
         schema = exchange.input_schema(metas)
         exchange.check_columns(label, keys + _columns_used(aggs), schema)
-        check_key_types(label, keys, schema, group=True)
+        exchange.check_key_types(label, keys, schema, group=True)
         typed = typed_aggregations(label, aggs, schema)
         group_keys = keys or [_ALL]
         sort_keys = [(k, "ascending") for k in group_keys]

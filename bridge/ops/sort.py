@@ -13,7 +13,6 @@ globally sorted.  Nulls and NaN sort last, ascending or descending (as pandas'
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -42,29 +41,6 @@ def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> 
 
 #: The sort key cast to the boundaries' type, for comparing them by value (dropped from the pieces).
 _CMP_KEY = "__raybridge_sort_cmp"
-
-
-def check_key_types(op: str, columns: Sequence[str], schema: pa.Schema | None, *, group: bool = False) -> None:
-    """Raise :class:`UnsupportedTypeError` naming a key column whose type Arrow cannot sort (``group``: nor group by).
-
-    Probed on an empty table of the column's type, with the kernels the tasks run.
-    """
-    if schema is None:
-        return
-    for column in dict.fromkeys(c for c in columns if c in schema.names):
-        field = schema.field(column)
-        empty = pa.schema([field]).empty_table()
-        try:
-            exchange.sort_indices(empty, [(column, "ascending")])
-            if group:
-                empty.group_by([column], use_threads=False).aggregate([])
-        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            from bridge.errors import UnsupportedTypeError
-
-            what = "grouped by" if group else "sorted"
-            msg = f"{op}: key column {column!r} has type {field.type}, which cannot be {what} ({err})"
-            raise UnsupportedTypeError(msg, "use a key column of scalar values (numbers, strings, dates); for a "
-                                            "list or struct, first derive one, e.g. with ds.map_batches") from err
 
 
 def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: SortKeys, n_out: int,
@@ -152,7 +128,7 @@ def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None
         if not refs:
             return []
         exchange.check_columns(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
-        check_key_types(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
+        exchange.check_key_types(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
         if boundaries is not None:
             bounds: pa.Table | None = _boundary_table(sort_keys[0][0], boundaries, exchange.input_schema(metas))
             n_out = len(boundaries) + 1
