@@ -116,11 +116,10 @@ def dataset_to_mars(ds: Dataset) -> Any:
     # One dtype per column in every chunk: masked where any block has nulls (or NaN); exact pandas rules.
     nullable = frozenset(nullable_columns(layout.refs))
     parts = [block_to_pandas(ray.get(ref), nullable) for ref, _ in layout.blocks]
-    frames = [xpd.DataFrame(p) for p in parts]
-    if not frames:
+    if not parts:
         out = xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
-    elif len(frames) == 1:
-        out = frames[0]
+    elif len(parts) == 1:
+        out = xpd.DataFrame(parts[0])
     else:
         import pandas as pd
 
@@ -131,7 +130,7 @@ def dataset_to_mars(ds: Dataset) -> Any:
             whole = pd.concat(parts, ignore_index=not layout.index_columns)
             out = xpd.DataFrame(whole, chunk_size=max(len(p) for p in parts))
         else:
-            out = xpd.concat(frames, ignore_index=not layout.index_columns)
+            out = xpd.concat([xpd.DataFrame(p) for p in parts], ignore_index=not layout.index_columns)
     del parts
     _remember_schema(out, layout.schema)
     return out

@@ -234,14 +234,14 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
     columns are cast after the rules of the module docstring.  A key naming no column, or a
     cast to an integer dtype that would change a value (300 in int8, 2.5, NaN), is refused.
     """
-    from .training_columns import check_integer_cast
+    from .training_columns import check_dtype_columns, check_integer_cast
 
     tf = _tf()
     where = "iter_tf_batches"
     dtypes = _tf_dtypes(tf, dtypes, where)
 
     def fmt(block: pa.Table) -> dict[str, Any]:
-        _check_dtype_columns(dtypes, block.column_names, where)
+        check_dtype_columns(dtypes, block.column_names, where)
         out = {}
         for name in block.column_names:
             spec = spec_for(tf, name, block.schema.field(name).type, where)
@@ -288,18 +288,6 @@ def _is_tf_dtype(tf: Any, value: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-def _check_dtype_columns(dtypes: Any, names: list[str], where: str) -> None:
-    """A ``dtypes`` key naming no column would be ignored: the cast the user asked for would never happen."""
-    if not isinstance(dtypes, dict):
-        return
-    unknown = [k for k in dtypes if k not in names]
-    if unknown:
-        from bridge.errors import BridgeValueError
-
-        raise BridgeValueError(f"{where}: dtypes names {unknown} but the data has no such column (columns: {names})",
-                               "name the columns as ds.schema() does, or drop those keys")
 
 
 def _columns_and_specs(tf: Any, schema: pa.Schema | None, feature_columns: Any, label_columns: Any,

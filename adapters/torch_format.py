@@ -88,18 +88,6 @@ def check_dtypes(dtypes: Any, where: str) -> None:
                           "pass e.g. dtypes=torch.float32 or dtypes={'x': torch.float32, 'y': torch.int64}")
 
 
-def _check_dtype_columns(dtypes: Any, names: list[str]) -> None:
-    """A ``dtypes`` key naming no column was ignored: the cast the user asked for never happened."""
-    if not isinstance(dtypes, dict):
-        return
-    unknown = [k for k in dtypes if k not in names]
-    if unknown:
-        from bridge.errors import BridgeValueError
-
-        raise BridgeValueError(f"torch: dtypes names {unknown} but the data has no such column (columns: {names})",
-                               "name the columns as ds.schema() does, or drop those keys")
-
-
 def _dense_to_tensor(torch: Any, name: str, arr: np.ndarray, dtype: Any, own: bool = False) -> Any:
     """One ndarray -> a tensor (warnings silenced by the caller).
 
@@ -173,10 +161,10 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
     batches are then slices of these tensors.  ``own``: no tensor shares memory
     with the block's buffers (see :func:`_dense_to_tensor`).
     """
-    from .training_columns import training_column
+    from .training_columns import check_dtype_columns, training_column
 
     torch = _torch()
-    _check_dtype_columns(dtypes, block.column_names)
+    check_dtype_columns(dtypes, block.column_names, "torch")
     # Column rules first: their warnings (timestamps) must reach the user.
     cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch", column=col)
             for name, col in zip(block.column_names, block.columns)]

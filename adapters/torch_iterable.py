@@ -119,6 +119,8 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self._equal = equal
         #: A seedless random_sample draws its rows by the epoch's seed: its row count is the epoch's.
         self._count_per_epoch = _samples_without_seed(ds._plan)
+        #: The (seed, epoch) whose row count start / stop were cut from (a sample's count runs the plan).
+        self._bounds_for = (self.seed, self.epoch)
         self._set_bounds(ds.count() if not self._count_per_epoch else self._epoch_count())
         self._calls = 0
         self._feed: WorkerFeed | None = WorkerFeed(self._epoch_tables)
@@ -203,10 +205,11 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
 
     # -------------------------------------------------------------- iteration
     def _batch_iterator(self, formatter: Any) -> BatchIterator:
-        if self._count_per_epoch:
+        if self._count_per_epoch and self._bounds_for != (self.seed, self.epoch):
             # Each epoch samples its own rows: the ranks cut this epoch's count (a count made without the
             # epoch's seed once split another sample, and the ranks' shares overlapped).
             self._set_bounds(self._epoch_count())
+            self._bounds_for = (self.seed, self.epoch)
         it = BatchIterator(self._ds, self._options, formatter=formatter, epoch=self.epoch, seed=self.seed)
         it.rows_consumed = self.start + self.rows_consumed
         it.stop_row = self.stop

@@ -249,3 +249,13 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
         hint = f"cast it to float64: ds.map_batches(lambda t: t.set_column(t.schema.get_field_index({name!r}), " \
                f"{name!r}, t[{name!r}].cast('float64')), batch_format='pyarrow')"
     raise UnsupportedTypeError(msg, hint)
+
+
+def check_dtype_columns(dtypes: Any, names: list[str], where: str) -> None:
+    """A ``dtypes`` key naming no column (torch's or tf's) would be ignored: the cast asked for would never happen."""
+    if not isinstance(dtypes, dict):
+        return
+    unknown = [k for k in dtypes if k not in names]
+    if unknown:
+        raise BridgeValueError(f"{where}: dtypes names {unknown} but the data has no such column (columns: {names})",
+                               "name the columns as ds.schema() does, or drop those keys")
