@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -152,8 +152,40 @@ def tail(block: Block, offset: int) -> Block:
     return block.slice(offset, max(block.num_rows - offset, 0))
 
 
+def take_rows(block: Block, indices: pa.Array) -> Block:
+    """``block.take(indices)``, also for a table without columns (pyarrow's take of one has no rows)."""
+    if block.num_columns == 0:
+        return table_without_columns(len(indices), block.schema.metadata)
+    return block.take(indices)
+
+
+def concat_same_schema(tables: Sequence[Block]) -> Block:
+    """``pa.concat_tables`` of tables of one schema (pieces of one block), keeping the rows of tables
+    without columns, which pyarrow's concatenation drops."""
+    if tables and all(t.num_columns == 0 for t in tables):
+        return table_without_columns(sum(t.num_rows for t in tables), tables[0].schema.metadata)
+    return pa.concat_tables(tables)
+
+
+def null_rows(num_rows: int, schema: pa.Schema) -> Block:
+    """``num_rows`` rows of nulls in every column of ``schema`` (for rows that came without columns)."""
+    arrays = []
+    for f in schema:
+        try:
+            arrays.append(pa.nulls(num_rows, f.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            arrays.append(pa.nulls(num_rows))  # promoted to the column's type when concatenated
+    return pa.Table.from_arrays(arrays, names=schema.names)
+
+
 def concat_blocks(blocks: Iterable[Block]) -> Block:
-    """Concatenate blocks, unifying schemas (null -> typed, int widening) where Arrow can."""
+    """Concatenate blocks, unifying schemas (null -> typed, int widening) where Arrow can.
+
+    The output has every row of the input.  Blocks without columns: an empty one (a placeholder
+    piece of an exchange) adds nothing and leaves the types alone; one with rows (``select_columns([])``)
+    adds its rows, as rows of nulls when other blocks have columns (as a block missing a column
+    gets nulls in it).
+    """
     blocks = [b for b in blocks]
     if not blocks:
         return pa.table({})
@@ -162,7 +194,8 @@ def concat_blocks(blocks: Iterable[Block]) -> Block:
     if all(b.num_columns == 0 for b in blocks):
         # Rows without columns (select_columns([])): only their count is left to add up.
         return table_without_columns(sum(b.num_rows for b in blocks), blocks[0].schema.metadata)
-    nonempty = [b for b in blocks if b.num_columns > 0]
+    columned = next(b.schema for b in blocks if b.num_columns > 0)
+    nonempty = [b if b.num_columns else null_rows(b.num_rows, columned) for b in blocks if b.num_columns or b.num_rows]
     first = nonempty[0].schema
     if all(b.schema.equals(first, check_metadata=False) for b in nonempty[1:]):
         return pa.concat_tables(nonempty)

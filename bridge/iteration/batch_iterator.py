@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from bridge import batch as batch_mod
-from bridge.block import Block, concat_blocks, tail
+from bridge.block import Block, concat_blocks, tail, take_rows
 from bridge.execution.bundle import RefBundle
 from bridge.execution.lineage import get_blocks
 from bridge.execution.stats import DatasetStats
@@ -118,14 +118,14 @@ def shuffle_blocks(blocks: Iterable[Block], buffer_size: int, batch_size: int | 
         have += b.num_rows
         if have >= buffer_size + chunk:
             merged = concat_blocks(pending)
-            merged = merged.take(pa.array(rng.permutation(merged.num_rows)))
+            merged = take_rows(merged, pa.array(rng.permutation(merged.num_rows)))
             emit = have - buffer_size // 2
             yield merged.slice(0, emit)
             rest = tail(merged, emit)
             pending, have = [rest], rest.num_rows
     if have:
         merged = concat_blocks(pending)
-        yield merged.take(pa.array(rng.permutation(merged.num_rows)))
+        yield take_rows(merged, pa.array(rng.permutation(merged.num_rows)))
 
 
 def iter_batches(

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import ray
 
-from bridge.block import Block, BlockMetadata, Timer, concat_blocks
+from bridge.block import Block, BlockMetadata, Timer, concat_blocks, concat_same_schema, take_rows
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 
@@ -85,14 +85,20 @@ def flatten_refs(bundles: Sequence[RefBundle]) -> tuple[list[ray.ObjectRef], lis
 
 
 def input_schema(metas: Sequence[BlockMetadata]) -> pa.Schema | None:
-    """The schema of the first non-empty block (or of any block), from metadata only."""
-    fallback = None
+    """The schema of the first non-empty block (or of any block), from metadata only.
+
+    A Dataset whose only rows have no columns (``select_columns([])``) has the empty schema;
+    ``None`` where no block tells (no rows, no columns: placeholders, not a schema).
+    """
+    fallback = columnless = None
     for m in metas:
         if m.schema is not None and len(m.schema):
             if m.num_rows:
                 return m.schema
             fallback = fallback or m.schema
-    return fallback
+        elif m.schema is not None and m.num_rows and columnless is None:
+            columnless = m.schema
+    return fallback if fallback is not None else columnless
 
 
 def num_partitions(metas: Sequence[BlockMetadata], requested: int | None = None) -> int:
@@ -211,7 +217,7 @@ def pack_pieces(pieces: Sequence[Block]) -> tuple[Any, np.ndarray | None]:
         assert len(pieces.edges) == len(pieces) + 1, "SlicedPieces changed after it was cut"
         return pieces.whole, pieces.edges
     try:
-        packed = pa.concat_tables(pieces).combine_chunks()
+        packed = concat_same_schema(pieces).combine_chunks()
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return list(pieces), None
     return packed, np.cumsum([0, *(p.num_rows for p in pieces)], dtype=np.int64)
@@ -384,7 +390,7 @@ def split_by_partition(block: Block, part: np.ndarray, n_out: int) -> SlicedPiec
         return SlicedPieces(block, [0, block.num_rows])
     order = np.argsort(part, kind="stable")
     counts = np.bincount(part, minlength=n_out)
-    grouped = block.take(pa.array(order))
+    grouped = take_rows(block, pa.array(order))
     return SlicedPieces(grouped, np.concatenate([[0], np.cumsum(counts)]))
 
 
@@ -425,7 +431,13 @@ def range_split(
     ``ties_after``, Ray Data's rule for ``sort(boundaries=)``), in every block,
     so equal keys always land in the same piece.  Works for any sortable types
     and several keys without comparing rows in Python.
+
+    Rows without columns (a ``select_columns([])`` block among blocks with columns) have null keys,
+    which sort last: they go to the last range.
     """
+    if table.num_columns == 0:
+        last = 0 if bounds is None else bounds.num_rows
+        return SlicedPieces(table, [*[0] * (last + 1), table.num_rows]).padded(n_out)
     if bounds is None or bounds.num_rows == 0 or table.num_rows == 0:
         first = sort_table(table, sort_keys) if sort else table
         return SlicedPieces(first, [0, first.num_rows]).padded(n_out)

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bridge import batch as batch_mod
-from bridge.block import Block, concat_blocks
+from bridge.block import Block, concat_blocks, null_rows
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
@@ -110,7 +110,7 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
 
 def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
     """Merge state rows of the same group and finalise: keys + one column per aggregation, sorted by keys."""
-    states = _with_row_ids(concat_blocks([p for p in partials if p.num_columns] or partials[:1]))
+    states = _with_row_ids(concat_blocks(partials))
     specs, names = [], []
     for i, agg in enumerate(aggs):
         for j, merge in enumerate(agg.merge_specs()):
@@ -139,9 +139,11 @@ def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[Aggregate
 
 
 def _agg_map(block: Block, index: int, keys: list[str], aggs: list[AggregateFn], bounds: pa.Table | None,
-             n_out: int) -> list[Block]:
-    if block.num_columns == 0:
-        return [block] * n_out
+             n_out: int, schema: pa.Schema | None = None) -> list[Block]:
+    if block.num_columns == 0 and block.num_rows and schema is not None and len(schema):
+        block = null_rows(block.num_rows, schema)  # rows without columns among blocks with columns: nulls in them
+    if block.num_columns == 0 and (block.num_rows == 0 or keys != [_ALL]):
+        return [block] * n_out  # a placeholder (rows without any column count in a whole-Dataset aggregate only)
     if keys == [_ALL]:
         block = block.append_column(_ALL, pa.array(np.zeros(block.num_rows, dtype=np.int8)))
     states = partial_states(block, keys, aggs)
@@ -176,7 +178,7 @@ def aggregate_fn(keys: list[str], aggs: list[AggregateFn], label: str) -> Any:
         bounds = (exchange.sample_boundaries(refs, sort_keys, exchange.num_partitions(metas), distinct=True)
                   if keys else None)
         n_out = 1 if bounds is None else bounds.num_rows + 1
-        pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, typed, bounds, n_out)
+        pieces = exchange.run_map(_agg_map, refs, n_out, ctx, group_keys, typed, bounds, n_out, schema)
         del refs
         return exchange.run_reduce(_agg_reduce, pieces, ctx, group_keys, typed)
 
@@ -187,7 +189,7 @@ def _map_groups_reduce(pieces: list[Block], index: int, keys: list[str], user: U
                        label: str) -> Block:
     from bridge.errors import UserCodeError
 
-    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    block = concat_blocks(pieces)
     if block.num_rows == 0:
         return block
     block = exchange.sort_table(block, [(k, "ascending") for k in keys])
@@ -213,7 +215,7 @@ def _whole_block(block: Block, index: int) -> list[Block]:
 
 
 def _sorted_groups_reduce(pieces: list[Block], index: int, keys: list[str]) -> Block:
-    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    block = concat_blocks(pieces)
     return exchange.sort_table(block, [(k, "ascending") for k in keys]) if keys and block.num_rows else block
 
 

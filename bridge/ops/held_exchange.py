@@ -46,7 +46,7 @@ import pyarrow as pa
 import ray
 
 from bridge import _ray_arrow
-from bridge.block import Block, BlockMetadata
+from bridge.block import Block, BlockMetadata, concat_same_schema
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.ops import exchange
@@ -146,7 +146,7 @@ def _held_map_task(map_fn: Callable[..., list[Block]], n_out: int, indices: list
         assert len(pieces) == n_out, (len(pieces), n_out)
         for h, (lo, hi) in enumerate(spans):
             # Slices of one table (exchange.split_by_partition): concatenating them copies nothing.
-            tables[h].append(pa.concat_tables(pieces[lo:hi]))
+            tables[h].append(concat_same_schema(pieces[lo:hi]))
             runs[h].append((index, [p.num_rows for p in pieces[lo:hi]]))
     del blocks
     acks = [holder.add.remote(t, r) for holder, t, r in zip(holders, tables, runs)]

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import ray
 
-from bridge.block import Block, BlockMetadata, compact, concat_blocks
+from bridge.block import Block, BlockMetadata, compact, concat_blocks, take_rows
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import BlockTransform, TaskContext
@@ -39,11 +39,11 @@ def _shuffle_map(block: Block, index: int, n_out: int, seed: int) -> list[Block]
 
 
 def _shuffle_reduce(pieces: list[Block], index: int, seed: int) -> Block:
-    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    block = concat_blocks(pieces)
     if block.num_rows <= 1:
         return compact(block)
     perm = _rng(seed, index, 1).permutation(block.num_rows)
-    return block.take(pa.array(perm))
+    return take_rows(block, pa.array(perm))
 
 
 def _fresh_seed() -> int:
@@ -74,7 +74,7 @@ def random_shuffle_fn(seed: int | None, num_blocks: int | None) -> Any:
 @ray.remote(num_returns=2)
 def _concat_slices(spans: list[tuple[int, int]], *blocks: Block) -> tuple[Block, BlockMetadata]:
     parts = [b.slice(start, length) for b, (start, length) in zip(blocks, spans)]
-    out = compact(concat_blocks([p for p in parts if p.num_columns] or parts[:1]))
+    out = compact(concat_blocks(parts))
     return out, BlockMetadata.of(out)
 
 
@@ -132,7 +132,7 @@ def repartition_rows_fn(rows_per_block: int) -> Any:
 
 
 def _key_reduce(pieces: list[Block], index: int, sort_keys: exchange.SortKeys, sort: bool) -> Block:
-    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    block = concat_blocks(pieces)
     return exchange.sort_table(block, sort_keys) if sort and block.num_rows > 1 else compact(block)
 
 

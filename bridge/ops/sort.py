@@ -59,7 +59,7 @@ def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: Sort
 
 
 def _sort_reduce(pieces: list[Block], index: int, sort_keys: SortKeys) -> Block:
-    block = concat_blocks([p for p in pieces if p.num_columns] or pieces[:1])
+    block = concat_blocks(pieces)
     return exchange.sort_table(block, sort_keys)
 
 

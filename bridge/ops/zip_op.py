@@ -42,7 +42,7 @@ def unique_names(left: Sequence[str], right: Sequence[str]) -> list[str]:
 @ray.remote(num_returns=2)
 def _zip_block(left: Block, spans: list[tuple[int, int]], *right: Block) -> tuple[Block, BlockMetadata]:
     parts = [b.slice(s, n) for b, (s, n) in zip(right, spans)]
-    other = concat_blocks([p for p in parts if p.num_columns] or parts[:1]) if parts else pa.table({})
+    other = concat_blocks(parts)
     out = left
     names = unique_names(left.column_names, other.column_names)
     for name, column in zip(names, other.columns):
