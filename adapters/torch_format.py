@@ -18,9 +18,15 @@ bool                          ``torch.bool``
 timestamp / date / duration   ``torch.int64`` (unit since the epoch; a warning says which)
 fixed-shape tensor            one stacked tensor ``(rows, *shape)``
 string / binary               a Python list (strings stay lists)
-list<number>                  a list of 1-d tensors, one per row
+list<number>                  a list of 1-d tensors, one per row (a null row: an error naming
+                              it, unless ``fill_nulls``; in ``map_batches`` ``None``)
 variable-shape tensor         a list of tensors, one per row (``None`` for a null row)
 ============================  =================================================================
+
+``map_batches(batch_format="torch")`` takes the function's result back by the rules of
+``bridge/batch.py``: a tensor of a dtype Arrow lacks (``bfloat16``, ``float8``) is refused naming
+the column (convert it, e.g. ``.float()``); a list of tensors (``None`` for a null row) goes back to
+the input column's type where its values fit it, so an unchanged list column keeps its type and nulls.
 
 ``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules; a cast to an
 integer dtype that would change a value (wrap 2**40 in int32, cut 2.5, NaN) is refused, naming it.
@@ -154,20 +160,48 @@ def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarra
     return arr.astype(np.int64)
 
 
-def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, own: bool = False) -> dict[str, Any]:
+def _null_list_rows(col: Any) -> tuple[Any, list[int]]:
+    """A list-of-numbers column with null rows: ``(the column with those rows empty, their indices)``;
+    ``(col, [])`` for any other column.  (``map_batches`` gives such a row as ``None``.)"""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = col.type
+    if not col.null_count or not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)):
+        return col, []
+    inner = t.value_type
+    if not (pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_boolean(inner)):
+        return col, []
+    rows = np.flatnonzero(pc.is_null(col).to_numpy(zero_copy_only=False)).tolist()
+    fill = pa.scalar([False if pa.types.is_boolean(inner) else 0] * t.list_size if pa.types.is_fixed_size_list(t)
+                     else [], type=t)
+    return pc.fill_null(col, fill), rows
+
+
+def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, own: bool = False,
+                   null_rows: bool = False) -> dict[str, Any]:
     """One Arrow table -> ``{column: tensor | list}`` by the rules of the module docstring.
 
     Run once per run of batches (see ``bridge/iteration/block_format.py``); the
     batches are then slices of these tensors.  ``own``: no tensor shares memory
-    with the block's buffers (see :func:`_dense_to_tensor`).
+    with the block's buffers (see :func:`_dense_to_tensor`).  ``null_rows``
+    (``map_batches``): a null row of a list column is ``None`` in its list of
+    tensors, as a variable-shape tensor's is, instead of an error.
     """
     from .training_columns import check_dtype_columns, training_column
 
     torch = _torch()
     check_dtype_columns(dtypes, block.column_names, "torch")
+    nulls: dict[str, list[int]] = {}
+    columns = list(block.columns)
+    if null_rows:
+        for i, name in enumerate(block.column_names):
+            columns[i], rows = _null_list_rows(columns[i])
+            if rows:
+                nulls[name] = rows
     # Column rules first: their warnings (timestamps) must reach the user.
     cols = [training_column(block, name, fill_nulls=fill_nulls, framework="torch", column=col)
-            for name, col in zip(block.column_names, block.columns)]
+            for name, col in zip(block.column_names, columns)]
     out: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # read-only Arrow buffers: torch warns that tensors share them
@@ -184,6 +218,8 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
                 out[name] = list(torch.split(flat, col.row_lengths.tolist()))
             else:
                 out[name] = [None if a is None else _dense_to_tensor(torch, name, a, dtype, own) for a in col.value]
+            for row in nulls.get(name, ()):
+                out[name][row] = None
     return out
 
 
@@ -229,8 +265,9 @@ def _move(obj: Any, device: Any, pin: bool) -> Any:
         return obj.to(device, non_blocking=device.type == "cuda")
     if isinstance(obj, dict):
         return {k: _move(v, device, pin) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], torch.Tensor):
-        return type(obj)(_move(v, device, pin) for v in obj)
+    if isinstance(obj, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in obj):
+        # (a list column's rows; a null row is None, the first one too)
+        return type(obj)(_move(v, device, pin) if isinstance(v, torch.Tensor) else v for v in obj)
     return obj
 
 
@@ -353,10 +390,10 @@ def torch_batch_converter(device: Any = None) -> tuple[Callable[[Any], Any], Cal
     def host(pieces: Any) -> Any:
         """A block, or a list of blocks (one batch's pieces): ``{column: tensor}`` on the host."""
         if not isinstance(pieces, list):
-            return block_to_torch(pieces, own=own)
+            return block_to_torch(pieces, own=own, null_rows=True)
         if len(pieces) == 1:
-            return block_to_torch(pieces[0], own=own)
-        parts = [block_to_torch(p) for p in pieces]
+            return block_to_torch(pieces[0], own=own, null_rows=True)
+        parts = [block_to_torch(p, null_rows=True) for p in pieces]
         out: dict[str, Any] = {}
         for name in parts[0]:
             values = [p[name] for p in parts]

@@ -249,12 +249,47 @@ def _to_arrow_column(name: str, value: Any, like: pa.DataType | None = None) -> 
         if type(value).__module__.startswith("pandas"):
             return pa.Array.from_pandas(value)
         if hasattr(value, "detach"):
-            value = value.detach().cpu()
+            return _ndarray_column(_torch_to_numpy(name, value))
         return _ndarray_column(np.asarray(value))
     if isinstance(value, (list, tuple)):
+        if _is_torch_tensor(next((v for v in value if v is not None), None)):
+            # A list column in a torch batch is a list of 1-d tensors, one per row (None for a null row):
+            # as ndarrays its rows go back to the input column's type like a NumPy batch's rows do.
+            value = [_torch_row(name, v) if _is_torch_tensor(v) else v for v in value]
         return object_column(value, like)
     msg = f"column {name!r} has a value of type {type(value).__name__}, not an array"
     raise BatchTypeError(msg)
+
+
+def _is_torch_tensor(value: Any) -> bool:
+    return hasattr(value, "detach") and hasattr(value, "__array__")
+
+
+def _torch_to_numpy(name: str, value: Any, *, row: bool = False) -> Any:
+    """A torch tensor's values as an ndarray, on the host.
+
+    A dtype NumPy has no counterpart for (``bfloat16``, the ``float8`` types) is refused naming the
+    column: Arrow has no such type either, and nothing is converted without a word.
+    """
+    value = value.detach().cpu()
+    try:
+        arr = np.asarray(value)
+    except TypeError as err:
+        dtype = str(value.dtype)
+        floating = bool(getattr(value, "is_floating_point", lambda: False)())
+        to = ".float()" if floating else ".to(torch.int64)"
+        fix = f"[t{to} for t in batch[{name!r}]]" if row else f"batch[{name!r}]{to}"
+        if floating:
+            fix += f" (or .to(torch.float32): every {dtype.removeprefix('torch.')} value is a float32 value)"
+        what = f"column {name!r} {'holds' if row else 'is'} a {dtype} tensor, a type Arrow (and NumPy) does not have"
+        raise BatchTypeError(what, f"convert it in the function: {fix}") from err
+    return arr
+
+
+def _torch_row(name: str, value: Any) -> Any:
+    """One row of a list of tensors: its ndarray (a 0-d tensor: its NumPy scalar)."""
+    arr = _torch_to_numpy(name, value, row=True)
+    return arr[()] if arr.ndim == 0 else arr
 
 
 def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Array | pa.ChunkedArray:

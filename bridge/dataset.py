@@ -229,12 +229,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(4).map_batches(lambda b: {"x": b["id"] * 2}).take_all()
             [{'x': 0}, {'x': 2}, {'x': 4}, {'x': 6}]
         """
-        label = f"MapBatches({_fn_label(fn)})"
-        if batch_size is not None and batch_size < 1:
-            from bridge.errors import BridgeValueError
+        from bridge.iteration.options import check_rows
 
-            msg = f"{label}: batch_size must be a positive number of rows or None; got {batch_size}"
-            raise BridgeValueError(msg, "pass batch_size=None to process whole blocks")
+        label = f"MapBatches({_fn_label(fn)})"
+        batch_size = check_rows(label, "batch_size", batch_size, minimum=1, none_ok=True,
+                                hint="pass batch_size=None to process whole blocks")
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         if not zero_copy_batch and batch_format in ("numpy", "default"):
             fn = writable_batches(fn)
@@ -397,18 +396,35 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         cols = _unique_columns("drop_columns", cols)
         return self._project(f"DropColumns({cols})", drop=cols)
 
-    def rename_columns(self, names: dict[str, str]) -> Dataset:
-        """Rename columns by ``{old: new}``.
+    def rename_columns(self, names: dict[str, str] | list[str]) -> Dataset:
+        """Rename columns by ``{old: new}``, or give every column a new name: ``[new, ...]``, one per column, in order.
 
-        Two columns may not end up with one name (``SchemaMismatchError`` names them).
+        As in Ray Data: the list form needs exactly one name per column (it learns the columns from
+        :meth:`schema`, running the plan up to its first block where the plan does not know them);
+        names must be strings, and two columns may not end up with one name (``SchemaMismatchError``
+        names them).
 
         Example:
             >>> import bridge
             >>> bridge.from_items([{"a": 1, "b": "x"}]).rename_columns({"a": "id"}).take_all()
             [{'id': 1, 'b': 'x'}]
+            >>> bridge.from_items([{"a": 1, "b": "x"}]).rename_columns(["id", "name"]).take_all()
+            [{'id': 1, 'name': 'x'}]
         """
-        from bridge.errors import SchemaMismatchError
+        from bridge.errors import BridgeTypeError, BridgeValueError, SchemaMismatchError
 
+        if isinstance(names, (list, tuple)):
+            names = self._renames_by_position(list(names))
+        elif not isinstance(names, dict):
+            msg = f"rename_columns: names must be a dict {{old: new}} or a list of new names; got {type(names).__name__}"
+            raise BridgeTypeError(msg, 'pass rename_columns({"old": "new"}) or rename_columns(["a", "b", ...])')
+        if not names:
+            raise BridgeValueError("rename_columns: names has no entries; got {}",
+                                   'pass rename_columns({"old": "new"}), or leave the Dataset as it is')
+        bad = {k: v for k, v in names.items() if not isinstance(k, str) or not isinstance(v, str)}
+        if bad:
+            msg = f"rename_columns: old and new names must be strings; got {bad}"
+            raise BridgeValueError(msg, 'pass column names as strings, e.g. rename_columns({"0": "x"})')
         targets = list(names.values())
         clashing = sorted({n for n in targets if targets.count(n) > 1})
         if clashing:
@@ -419,6 +435,33 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         op = Project([self._plan], label, partial(_renaming_transform, label, dict(names)), preserves_rows=True)
         return self._with(op)
 
+    def _renames_by_position(self, new: list[Any]) -> dict[str, str]:
+        """``rename_columns([...])``: ``{old: new}`` pairing the schema's columns with ``new`` in order."""
+        from bridge.errors import BridgeValueError, SchemaMismatchError
+
+        if not new:
+            raise BridgeValueError("rename_columns: the list of new names is empty; got []",
+                                   "pass one new name per column, in order, e.g. rename_columns(['a', 'b'])")
+        not_str = [n for n in new if not isinstance(n, str)]
+        if not_str:
+            msg = f"rename_columns: new names must be strings; got {not_str} in {new}"
+            raise BridgeValueError(msg, "pass column names as strings, e.g. rename_columns(['a', 'b'])")
+        repeated = sorted({n for n in new if new.count(n) > 1})
+        if repeated:
+            msg = f"rename_columns: {repeated} given more than once in {new}; column names must be unique"
+            raise SchemaMismatchError(msg, "give each column its own new name")
+        schema = self.schema()
+        if schema is None:
+            msg = f"rename_columns({new}): the Dataset has no blocks, so its columns (to rename in order) are unknown"
+            raise BridgeValueError(msg, 'rename by name instead: rename_columns({"old": "new"})')
+        old = list(schema.names)
+        if len(old) != len(new):
+            msg = f"rename_columns: a list of new names needs one per column; got {len(new)} names {new} " \
+                  f"for {len(old)} columns {old}"
+            raise BridgeValueError(msg, f"pass {len(old)} new name{'s' if len(old) != 1 else ''} in column order, "
+                                        'or a dict {"old": "new"} to rename only some')
+        return dict(zip(old, new))
+
     def limit(self, n: int) -> Dataset:
         """The first ``n`` rows (a source that can read fewer rows is asked to).
 
@@ -427,10 +470,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(1000).limit(3).take_all()
             [{'id': 0}, {'id': 1}, {'id': 2}]
         """
-        if n < 0:
-            from bridge.errors import BridgeValueError
+        from bridge.iteration.options import check_rows
 
-            raise BridgeValueError(f"limit must be >= 0; got {n}", "pass a row count such as limit(100)")
+        n = check_rows("limit", "n", n, hint="pass a row count such as limit(100)")
         return self._with(Limit([self._plan], n))
 
     def union(self, *others: Dataset) -> Dataset:
@@ -585,6 +627,20 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return self.iter_rows()
 
+    def __len__(self) -> int:
+        # Not a map-style torch dataset: torch.utils.data.DataLoader(ds) called len() and failed with
+        # "object of type 'Dataset' has no len()". A TypeError, so list(ds) still works (it asks len() for a size hint only).
+        from bridge.errors import BridgeTypeError
+
+        msg = ("a raybridge Dataset has no len(): it is lazy, counting its rows runs it (ds.count()); "
+               "torch.utils.data.DataLoader(ds) asks len() of a map-style dataset, which a Dataset is not")
+        raise BridgeTypeError(msg, "for torch, pass DataLoader(ds.to_torch(batch_size=None), batch_size=32) "
+                                   "(an IterableDataset), or loop over ds.iter_torch_batches(batch_size=32); "
+                                   "for the row count call ds.count()")
+
+    def __bool__(self) -> bool:
+        return True  # (``__len__`` raises: ``if ds:`` must not call it)
+
     def _blocks(self) -> list[Block]:
         from bridge.iteration.batch_iterator import blocks_from_bundles
 
@@ -652,10 +708,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(100).take(2)
             [{'id': 0}, {'id': 1}]
         """
-        if n < 0:
-            from bridge.errors import BridgeValueError
+        from bridge.iteration.options import check_rows
 
-            raise BridgeValueError(f"take(n) needs n >= 0; got {n}", "pass a row count such as take(20)")
+        n = check_rows("take", "n", n, hint="pass a row count such as take(20)")
         out: list[dict[str, Any]] = []
         for row in self.limit(n).iter_rows():
             out.append(row)
@@ -669,6 +724,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(3).take_all()
             [{'id': 0}, {'id': 1}, {'id': 2}]
         """
+        from bridge.iteration.options import check_rows
+
+        limit = check_rows("take_all", "limit", limit, none_ok=True,
+                           hint="pass the most rows you expect, e.g. take_all(limit=1000), or None for no cap")
         rows = list(self.iter_rows())
         if limit is not None and len(rows) > limit:
             from bridge.errors import BridgeValueError
@@ -689,12 +748,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             0   0
             1   1
         """
-        fmt = batch_mod.normalize_format(batch_format)
-        if batch_size < 1:
-            from bridge.errors import BridgeValueError
+        from bridge.iteration.options import check_rows
 
-            msg = f"take_batch: batch_size must be a positive number of rows; got {batch_size}"
-            raise BridgeValueError(msg, "pass e.g. take_batch(20)")
+        fmt = batch_mod.normalize_format(batch_format)
+        batch_size = check_rows("take_batch", "batch_size", batch_size, minimum=1, hint="pass e.g. take_batch(20)")
         block = self.limit(batch_size).to_arrow()
         if block.num_rows == 0:
             from bridge.errors import DatasetEmptyError
@@ -712,7 +769,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             {'id': 0}
             {'id': 1}
         """
-        for row in self.take(limit):
+        from bridge.iteration.options import check_rows
+
+        for row in self.take(check_rows("show", "limit", limit, hint="pass a row count such as show(20)")):
             print(row)
 
     def count(self) -> int:

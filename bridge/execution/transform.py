@@ -158,8 +158,13 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
 
 
 def _bad_output(op: str, ctx: TaskContext, err: Exception, expected: str) -> UserCodeError:
-    msg = f"{op}: the function returned something raybridge cannot use (input block {ctx.task_index}): {err}"
-    return UserCodeError(msg, f"return {expected}", operator=op, block_index=ctx.task_index, original=err)
+    # Our own conversion errors know the fix for their column (bfloat16: ``.float()``): that is the hint.
+    what: object = err
+    hint = f"return {expected}"
+    if isinstance(err, (BridgeError, batch_mod.BatchTypeError)) and err.hint:
+        what, hint = err.what, f"{err.hint} (the function must return {expected})"
+    msg = f"{op}: the function returned something raybridge cannot use (input block {ctx.task_index}): {what}"
+    return UserCodeError(msg, hint, operator=op, block_index=ctx.task_index, original=err)
 
 
 # ------------------------------------------------------------------ the transforms

@@ -52,9 +52,10 @@ class IngestMethods(DatasetMixin):
             >>> sorted(r["id"] for r in ds.take_all()) == list(range(100))
             True
         """
+        from bridge.iteration.options import check_seed
         from bridge.ops.epochs import randomize_block_order_op
 
-        return self._with(randomize_block_order_op(self._plan, seed))
+        return self._with(randomize_block_order_op(self._plan, check_seed("randomize_block_order", seed)))
 
     # ------------------------------------------------------------------ static splits
     def split(self, n: int, *, equal: bool = False) -> list[MaterializedDataset]:
@@ -94,8 +95,16 @@ class IngestMethods(DatasetMixin):
             >>> [p.count() for p in bridge.range(10).split_proportionately([0.2, 0.5])]
             [2, 5, 3]
         """
+        import numbers
+
         from bridge.ops.splits import split_proportionately
 
+        if isinstance(proportions, (str, bytes)) or not hasattr(proportions, "__iter__") or not all(
+                isinstance(p, numbers.Real) and not isinstance(p, bool) for p in proportions):
+            from bridge.errors import BridgeTypeError
+
+            msg = f"split_proportionately: proportions must be a list of numbers; got {proportions!r}"
+            raise BridgeTypeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
         return split_proportionately(self._ds, proportions)
 
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
@@ -108,8 +117,10 @@ class IngestMethods(DatasetMixin):
             >>> train.count(), test.count()
             (8, 2)
         """
+        from bridge.iteration.options import check_seed
         from bridge.ops.splits import train_test_split
 
+        seed = check_seed("train_test_split", seed)
         return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed)
 
     def streaming_split(self, n: int, *, equal: bool = True, drop_last: bool = False,
@@ -242,6 +253,10 @@ class IngestMethods(DatasetMixin):
             >>> len(tds)
             2
         """
+        from bridge.iteration.options import check_seed
+
+        if "seed" in options:
+            options["seed"] = check_seed("to_torch", options["seed"])
         return self._ds.to_any("torch", batch_size=batch_size, **options)
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,

@@ -1,4 +1,4 @@
-"""One object for the arguments every iteration shares.
+"""One object for the arguments every iteration shares, and the checks of row counts and seeds.
 
 ``iter_batches``, ``iter_torch_batches``, ``iter_tf_batches``, ``to_torch``, ``to_tf`` and
 the split iterators all cut rows into batches the same way; their public signatures
@@ -6,6 +6,12 @@ take the arguments by keyword (as Ray Data's do) and build one :class:`BatchOpti
 which is checked once, when the iterator is made, and passed down as it is.  An
 adapter that iterates a Dataset or a :class:`~bridge.iteration.data_iterator.DataIterator`
 for its framework builds one too (``DataIterator.batches(options, formatter)``).
+
+:func:`check_rows` and :func:`check_seed` are the argument checks every public method
+taking a row count (``take``, ``limit``, ``take_batch``, ``map_batches(batch_size=)``) or a
+seed (``random_shuffle``, ``random_sample``, ``randomize_block_order``, ``train_test_split``,
+``iter_batches(local_shuffle_seed=)``, ``to_torch(seed=)``) runs at the call: a string or a
+float failed later with Python's bare ``TypeError`` / ``ValueError``, or inside a Ray task.
 """
 
 from __future__ import annotations
@@ -14,7 +20,62 @@ import dataclasses
 import numbers
 from typing import Any
 
-from bridge.errors import BridgeValueError
+from bridge.errors import BridgeTypeError, BridgeValueError
+
+
+def check_rows(where: str, name: str, value: Any, *, minimum: int = 0, none_ok: bool = False,
+               unit: str = "rows", hint: str) -> Any:
+    """``value`` as an ``int`` (NumPy integers too) of at least ``minimum``, or ``None`` where ``none_ok``.
+
+    Anything else -- a string, a float (even ``5.0``), a bool -- raises ``BridgeTypeError``;
+    an int below ``minimum`` raises ``BridgeValueError``; both name ``where`` and ``name``.
+
+    Example:
+        >>> check_rows("take", "n", 5, hint="pass a row count such as take(20)")
+        5
+        >>> check_rows("take", "n", "5", hint="pass a row count such as take(20)")
+        Traceback (most recent call last):
+        ...
+        bridge.errors.BridgeTypeError: take: n must be a number of rows >= 0 (an int); got '5' (str)
+        Hint: pass a row count such as take(20)
+    """
+    if value is None and none_ok:
+        return None
+    need = f"a positive number of {unit}" if minimum == 1 else f"a number of {unit} >= {minimum}"
+    need += " or None" if none_ok else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise BridgeTypeError(f"{where}: {name} must be {need} (an int); got {value!r} ({type(value).__name__})", hint)
+    if value < minimum:
+        raise BridgeValueError(f"{where}: {name} must be {need}; got {value}", hint)
+    return int(value)
+
+
+def check_seed(where: str, seed: Any, name: str = "seed") -> int | None:
+    """``seed`` as an ``int`` >= 0 (NumPy integers too), or ``None`` (a new draw every run).
+
+    A string, a float or a bool raises ``BridgeTypeError`` (``seed="x"`` failed in ``int()`` or in
+    NumPy's ``SeedSequence``, in a Ray task for ``random_sample``); a negative int ``BridgeValueError``
+    (NumPy's generators take none).
+
+    Example:
+        >>> import numpy as np
+        >>> check_seed("random_shuffle", np.int64(7)), check_seed("random_shuffle", None)
+        (7, None)
+        >>> check_seed("random_shuffle", "x")
+        Traceback (most recent call last):
+        ...
+        bridge.errors.BridgeTypeError: random_shuffle: seed must be an int >= 0 or None; got 'x' (str)
+        Hint: pass an integer such as seed=42, or seed=None for a new draw every run
+    """
+    if seed is None:
+        return None
+    hint = f"pass an integer such as {name}=42, or {name}=None for a new draw every run"
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise BridgeTypeError(f"{where}: {name} must be an int >= 0 or None; got {seed!r} ({type(seed).__name__})",
+                              hint)
+    if seed < 0:
+        raise BridgeValueError(f"{where}: {name} must be an int >= 0 or None; got {seed}", hint)
+    return int(seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,9 +105,11 @@ class BatchOptions:
         if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1):
             msg = f"iter_batches: batch_size must be a positive number of rows or None; got {size!r}"
             raise BridgeValueError(msg, "pass batch_size=None to get whole blocks")
-        if buffer is not None and buffer < 0:
-            msg = f"iter_batches: local_shuffle_buffer_size must be >= 0; got {buffer}"
-            raise BridgeValueError(msg, "pass a number of rows, e.g. local_shuffle_buffer_size=10_000")
+        check_rows("iter_batches", "local_shuffle_buffer_size", buffer, none_ok=True,
+                   hint="pass a number of rows, e.g. local_shuffle_buffer_size=10_000")
+        check_rows("iter_batches", "prefetch_batches", self.prefetch_batches, unit="batches",
+                   hint="pass e.g. prefetch_batches=1, or 0 to convert each batch when it is asked for")
+        check_seed("iter_batches", self.local_shuffle_seed, "local_shuffle_seed")
         if buffer and size is None:
             msg = f"iter_batches: a local shuffle (local_shuffle_buffer_size={buffer}) needs a batch_size; got batch_size=None"
             raise BridgeValueError(msg, "pass a batch_size with local_shuffle_buffer_size, e.g. batch_size=256")
@@ -56,4 +119,4 @@ class BatchOptions:
         return dataclasses.replace(self, **changes)
 
 
-__all__ = ["BatchOptions"]
+__all__ = ["BatchOptions", "check_rows", "check_seed"]

@@ -38,10 +38,12 @@ class GlobalOpsMethods(DatasetMixin):
             >>> sorted(r["id"] for r in bridge.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
+        from bridge.iteration.options import check_rows, check_seed
         from bridge.ops.shuffle import random_shuffle_fn
 
-        if num_blocks is not None and num_blocks < 1:
-            raise BridgeError(f"random_shuffle: num_blocks must be >= 1; got {num_blocks}", "pass num_blocks=None")
+        seed = check_seed("random_shuffle", seed)
+        num_blocks = check_rows("random_shuffle", "num_blocks", num_blocks, minimum=1, none_ok=True, unit="blocks",
+                                hint="pass num_blocks=None")
         return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle")
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False,
@@ -132,13 +134,18 @@ class GlobalOpsMethods(DatasetMixin):
             >>> 300 < bridge.range(1000).random_sample(0.5, seed=0).count() < 700
             True
         """
+        import numbers
         from functools import partial
 
+        from bridge.errors import BridgeTypeError, BridgeValueError
+        from bridge.iteration.options import check_seed
         from bridge.ops.shuffle import random_sample_transform
 
+        seed = check_seed("random_sample", seed)
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float, numbers.Real)):
+            raise BridgeTypeError(f"random_sample: fraction must be a number in [0, 1]; got {fraction!r} "
+                                  f"({type(fraction).__name__})", "pass e.g. 0.1")
         if not 0.0 <= fraction <= 1.0:
-            from bridge.errors import BridgeValueError
-
             raise BridgeValueError(f"random_sample: fraction must be in [0, 1]; got {fraction}", "pass e.g. 0.1")
         make = partial(random_sample_transform, fraction, seed)
         make.takes_context = True  # type: ignore[attr-defined]
