@@ -792,7 +792,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def schema(self) -> pa.Schema | None:
         """The Arrow schema: from the plan when it says (sources, selections, limits), else by
-        running the plan up to its first non-empty block.
+        running the plan up to its first non-empty block.  A materialized Dataset's is the
+        promotion of all its blocks' schemas (int32 + int64 -> int64), as Ray Data's.
 
         Example:
             >>> import bridge
@@ -804,7 +805,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         plan = self._plan
         if isinstance(plan, InputData):
-            return _first_schema(plan.bundles)
+            # Every block is known: their schemas' promotion, as Ray Data's; SchemaMismatchError names
+            # a column no one type holds (a function's output can differ by block).
+            from bridge.plan.schema import blocks_schema
+
+            return blocks_schema([m for b in plan.bundles for m in b.metas], "schema")
         known = known_schema(plan)
         if known is not None:
             return known

@@ -215,10 +215,15 @@ def test_fill_nulls_that_fits_fills():
 
 def test_to_tf_refuses_a_later_block_whose_values_do_not_fit_the_signature():
     tf = pytest.importorskip("tensorflow")
-    wide = bridge.from_arrow([pa.table({"x": pa.array([1, 2], pa.int32())}),
-                              pa.table({"x": pa.array([2**40, 3], pa.int64())})])
+    # A function whose output type depends on its block (constructors give one type per column:
+    # tests/test_block_schemas.py); the signature comes from the first block, int32.
+    wide = bridge.range(4, override_num_blocks=2).map_batches(
+        lambda b: {"x": b["id"].astype(np.int32) if b["id"][0] == 0 else np.array([2**40, 3], np.int64)})
     with pytest.raises(tf.errors.InvalidArgumentError, match="1099511627776 would become 0"):
         list(wide.to_tf("x", batch_size=1))
+    promoted = bridge.from_arrow([pa.table({"x": pa.array([1, 2], pa.int32())}),
+                                  pa.table({"x": pa.array([2**40, 3], pa.int64())})])
+    assert [int(v) for x in promoted.to_tf("x", batch_size=2) for v in x.numpy()] == [1, 2, 2**40, 3]
     fits = bridge.from_arrow([pa.table({"x": pa.array([1, 2], pa.int32())}),
                               pa.table({"x": pa.array([7, 3], pa.int64())})])
     assert [int(v) for x in fits.to_tf("x", batch_size=2) for v in x.numpy()] == [1, 2, 7, 3]

@@ -28,7 +28,82 @@ T = TypeVar("T")
 def _materialized(bundles: list[RefBundle], name: str) -> MaterializedDataset:
     from bridge.dataset import MaterializedDataset
 
-    return MaterializedDataset(InputData([], bundles, name))
+    return MaterializedDataset(InputData([], _one_schema(bundles, name), name))
+
+
+def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
+    """The blocks of one Dataset share one schema.
+
+    Parts that bring the same columns with different types (int32 in one pandas
+    frame and int64 in the next, a decimal's scale per Dask partition, string and
+    large_string) would otherwise give batches whose dtype depends on the block
+    they came from, and a ``schema()`` that the other blocks' values do not fit.
+    Each odd block is cast, in a task, to the promotion of them all
+    (:func:`bridge.plan.schema.unified_schema`, which refuses types no one type
+    holds); the cast is safe, so a value the promoted type cannot hold (an int
+    above 2**53 to float64) raises instead of changing.  Blocks whose columns
+    differ are left as they are (``schema()`` then reports all columns, as Ray
+    Data's does).  Costs one schema comparison per block when they agree.
+    """
+    from bridge.plan.schema import blocks_schema
+
+    metas = [m for b in bundles for m in b.metas]
+    first = next((m.schema for m in metas if m.schema is not None), None)
+    if first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas):
+        return bundles
+    target = blocks_schema(metas, name)
+    assert target is not None
+    names = set(target.names)
+    out: list[RefBundle] = []
+    pending: list[tuple[int, int, ray.ObjectRef]] = []
+    index = -1
+    for b in bundles:
+        refs, bmetas = list(b.refs), list(b.metas)
+        for j, (ref, meta) in enumerate(zip(refs, bmetas)):
+            index += 1
+            s = meta.schema
+            if s is None or s.equals(target) or set(s.names) != names or len(s.names) != len(names):
+                continue
+            if not meta.num_rows:
+                empty = target.empty_table().replace_schema_metadata(s.metadata)
+                refs[j], bmetas[j] = ray.put(empty), BlockMetadata.of(empty)
+                continue
+            block, new_meta = _cast_block.remote(ref, target, name, index)
+            refs[j] = block
+            pending.append((len(out), j, new_meta))
+        out.append(RefBundle(refs, bmetas))
+    if pending:
+        from bridge.execution.streaming_executor import unwrap_error
+
+        try:
+            done = ray.get([m for _, _, m in pending])
+        except ray.exceptions.RayTaskError as err:
+            for k, j, _ in pending:  # read the failed casts' blocks too: Ray logs errors nobody read
+                ray.wait([out[k].refs[j]], timeout=0)
+                try:
+                    ray.get(out[k].refs[j], timeout=0)
+                except Exception:  # noqa: BLE001, S110 - the error raised below says it
+                    pass
+            raise unwrap_error(err) from None
+        for (k, j, _), meta in zip(pending, done):
+            out[k].metas[j] = meta
+    return out
+
+
+@ray.remote(num_returns=2)
+def _cast_block(block: Block, schema: pa.Schema, name: str, index: int) -> tuple[Block, BlockMetadata]:
+    from bridge.errors import SchemaMismatchError
+
+    try:
+        cast = block.select(schema.names).cast(schema.with_metadata(block.schema.metadata))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        changed = [f"{f.name!r} {f.type} -> {schema.field(f.name).type}" for f in block.schema
+                   if f.type != schema.field(f.name).type]
+        msg = (f"{name}: block {index} holds values the type its column shares with the other blocks cannot "
+               f"hold ({', '.join(changed)}): {err}")
+        raise SchemaMismatchError(msg, "cast the column to one type in every part before building the "
+                                       "Dataset (e.g. df.astype / table.cast)") from None
+    return cast, BlockMetadata.of(cast)
 
 
 def from_blocks(blocks: Iterable[Any], *, name: str = "FromBlocks") -> MaterializedDataset:
@@ -242,9 +317,35 @@ def from_arrow(tables: Any, *, override_num_blocks: int | None = None) -> Materi
         parts = [_as_table(t) for t in tables]
         if override_num_blocks is None:
             return _put_blocks(parts, "FromArrow")
-        tables = pa.concat_tables(parts, promote_options="permissive")
+        tables = _concat_one_schema(parts, "FromArrow")
     table = _as_table(tables)
     return _put_blocks(_slices(table, override_num_blocks), "FromArrow")
+
+
+def _concat_one_schema(parts: list[pa.Table], name: str) -> pa.Table:
+    """The tables as one, each cast (safely) to the promotion of their schemas when they differ."""
+    from bridge.plan.schema import unified_schema
+
+    with_rows = [t.schema for t in parts if t.num_rows] or [t.schema for t in parts[:1]]
+    if not with_rows:
+        return pa.table({})
+    target = unified_schema(with_rows, name)
+    if all(t.schema.equals(target) for t in parts):
+        return pa.concat_tables(parts)
+    return pa.concat_tables([t if t.schema.equals(target) else _cast_table(t, target, name) for t in parts],
+                            promote_options="permissive")
+
+
+def _cast_table(table: pa.Table, target: pa.Schema, name: str) -> pa.Table:
+    from bridge.errors import SchemaMismatchError
+
+    if set(table.schema.names) != set(target.names):
+        return table  # different columns: concat_tables adds the missing ones as nulls
+    try:
+        return table.select(target.names).cast(target.with_metadata(table.schema.metadata))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        msg = f"{name}: a table holds values the type its column shares with the others cannot hold: {err}"
+        raise SchemaMismatchError(msg, "cast the column to one type in every table first (table.cast)") from None
 
 
 def _as_table(obj: Any) -> pa.Table:

@@ -9,6 +9,7 @@ first non-empty block.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bridge.plan.logical import InputData, Limit, LogicalOp, Project, Read
@@ -16,18 +17,18 @@ from bridge.plan.logical import InputData, Limit, LogicalOp, Project, Read
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from bridge.block import BlockMetadata
+
 
 def known_schema(op: LogicalOp) -> pa.Schema | None:
     """The schema of ``op``'s output if the plan alone says it, else ``None``."""
     if isinstance(op, InputData):
-        fallback = None
-        for bundle in op.bundles:
-            for meta in bundle.metas:
-                if meta.schema is not None:
-                    if meta.num_rows:
-                        return meta.schema
-                    fallback = fallback or meta.schema
-        return fallback
+        from bridge.errors import SchemaMismatchError
+
+        try:
+            return blocks_schema([m for b in op.bundles for m in b.metas], "schema")
+        except SchemaMismatchError:
+            return None  # blocks of types no one type holds: schema() says which
     if isinstance(op, Read):
         return op.datasource.known_schema()
     if isinstance(op, Limit):
@@ -44,3 +45,55 @@ def _select(schema: pa.Schema, columns: list[str]) -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+
+
+def unified_schema(schemas: Sequence[pa.Schema], where: str) -> pa.Schema:
+    """One schema for blocks that make one Dataset: the first's when all agree (the usual case, one
+    comparison each), else Arrow's permissive promotion of them, as Ray Data's ``schema()`` gives
+    (int32 + int64 -> int64, decimal(3, 2) + decimal(21, 20) -> decimal(21, 20), null + any -> any).
+    The first schema's metadata is kept.
+
+    Raises :class:`~bridge.errors.SchemaMismatchError` naming the column where no type holds both
+    (int vs string, timestamps in two time zones) or where promotion would round values (a decimal
+    with a float).
+    """
+    import pyarrow as pa
+
+    from bridge.block import rounds_on_promotion
+    from bridge.errors import SchemaMismatchError
+
+    first = schemas[0]
+    distinct = [first]
+    for s in schemas[1:]:
+        if not any(s.equals(d) for d in distinct):
+            distinct.append(s)
+    if len(distinct) == 1:
+        return first
+    hint = "cast the column to one type in every part (e.g. table.cast / df.astype) before building the Dataset"
+    for other in distinct[1:]:
+        for field in first:
+            if field.name not in other.names:
+                continue
+            theirs = other.field(field.name).type
+            rounds = rounds_on_promotion(field.type, theirs)
+            try:
+                if not rounds:
+                    pa.unify_schemas([pa.schema([field]), pa.schema([pa.field(field.name, theirs)])],
+                                     promote_options="permissive")
+                    continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                pass
+            why = " (a float would round the decimals)" if rounds else ""
+            msg = (f"{where}: column {field.name!r} is {field.type} in one block and {theirs} in another: "
+                   f"no one type holds both{why}")
+            raise SchemaMismatchError(msg, hint)
+    return pa.unify_schemas(distinct, promote_options="permissive")
+
+
+def blocks_schema(metas: Sequence[BlockMetadata], where: str) -> pa.Schema | None:
+    """The schema of a Dataset's blocks (:func:`unified_schema` of the blocks with rows), else of the
+    first block that has one (an empty Dataset keeps its columns)."""
+    with_rows = [m.schema for m in metas if m.schema is not None and m.num_rows]
+    if with_rows:
+        return unified_schema(with_rows, where)
+    return next((m.schema for m in metas if m.schema is not None), None)

@@ -1,0 +1,96 @@
+"""One Dataset, one type per column: parts that bring the same columns with different types.
+
+Before, ``from_arrow([int32 table, int64 table])`` kept both types: ``schema()`` said
+int32 (the first block's) while the second block held 2**40, batches came out int32 or
+int64 by the block they were cut from, and Dask's meta disagreed with its partitions;
+Dask partitions of Python decimals gave decimal(3, 2) in one block and decimal(21, 20)
+in the next.  Now the constructors cast the odd blocks (safely) to the promotion of
+them all, ``schema()`` of a materialized Dataset is that promotion (as Ray Data's is),
+and types no one type holds are refused with the column named.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.errors import SchemaMismatchError
+
+D = decimal.Decimal
+
+
+def _int32_then_int64() -> list[pa.Table]:
+    return [pa.table({"x": pa.array([1, 2], pa.int32())}), pa.table({"x": pa.array([2**40], pa.int64())})]
+
+
+@pytest.mark.parametrize("override", [None, 1])
+def test_int32_and_int64_parts_become_one_int64_column(override):
+    ds = bridge.from_arrow(_int32_then_int64(), override_num_blocks=override)
+    assert ds.schema().field("x").type == pa.int64()
+    assert [b["x"].dtype for b in ds.iter_batches(batch_size=1)] == [np.dtype("int64")] * 3
+    assert [r["x"] for r in ds.take_all()] == [1, 2, 2**40]
+    parts = ds.to_dask()
+    assert parts.dtypes["x"] == np.dtype("int64")
+    assert {p.compute().dtypes["x"] for p in parts.partitions} == {np.dtype("int64")}
+
+
+def test_decimal_scales_per_part_promote_to_one_decimal_holding_every_value():
+    parts = [pa.table({"d": pa.array([D("1.10"), None], pa.decimal128(3, 2))}),
+             pa.table({"d": pa.array([D("-3.333"), D("1e-20")], pa.decimal128(21, 20))})]
+    ds = bridge.from_arrow(parts)
+    assert ds.schema().field("d").type == pa.decimal128(21, 20)
+    assert {ray_type for ray_type in (b.schema.field("d").type for b in
+                                      ds.iter_batches(batch_size=2, batch_format="pyarrow"))} == {
+        pa.decimal128(21, 20)}
+    assert [r["d"] for r in ds.take_all()] == [D("1.10"), None, D("-3.333"), D("1e-20")]
+
+
+def test_dask_partitions_of_python_decimals_share_one_type():
+    dd = pytest.importorskip("dask.dataframe")
+    pdf = pd.DataFrame({"d": [D("1.10"), None, D("-3.333"), D("1e-20")], "k": [1, 2, 3, 4]})
+    ds = bridge.from_dask(dd.from_pandas(pdf, npartitions=2))
+    types = {b.schema.field("d").type for b in ds.iter_batches(batch_size=2, batch_format="pyarrow")}
+    assert types == {ds.schema().field("d").type}
+    assert ds.to_pandas()["d"].tolist() == pdf["d"].tolist()
+
+
+def test_pandas_frames_of_two_int_widths_come_back_as_one_dtype():
+    frames = [pd.DataFrame({"x": np.array([1], np.int32)}), pd.DataFrame({"x": np.array([2**40], np.int64)})]
+    out = bridge.from_pandas(frames).to_pandas()
+    assert out["x"].dtype == np.dtype("int64")
+    assert out["x"].tolist() == [1, 2**40]
+
+
+def test_an_empty_part_of_another_type_takes_the_type_of_the_parts_with_rows():
+    ds = bridge.from_arrow([pa.table({"x": pa.array([], pa.string())}), pa.table({"x": [1, 2]})])
+    assert ds.schema().field("x").type == pa.int64()
+    assert [r["x"] for r in ds.take_all()] == [1, 2]
+
+
+@pytest.mark.parametrize("override", [None, 1])
+def test_types_no_one_type_holds_are_refused_naming_the_column(override):
+    parts = [pa.table({"x": [1, 2]}), pa.table({"x": ["a"]})]
+    with pytest.raises(SchemaMismatchError, match="'x' is int64 in one block and string"):
+        bridge.from_arrow(parts, override_num_blocks=override)
+    rounding = [pa.table({"x": pa.array([D("0.1")], pa.decimal128(2, 1))}), pa.table({"x": [0.5]})]
+    with pytest.raises(SchemaMismatchError, match="round the decimals"):
+        bridge.from_arrow(rounding, override_num_blocks=override)
+
+
+@pytest.mark.parametrize("override", [None, 1])
+def test_a_value_the_promoted_type_cannot_hold_is_refused_not_rounded(override):
+    # int64 + float64 promote to float64; 2**60 + 1 is not a float64.
+    parts = [pa.table({"x": pa.array([2**60 + 1])}), pa.table({"x": [0.5]})]
+    with pytest.raises(SchemaMismatchError, match="cannot hold"):
+        bridge.from_arrow(parts, override_num_blocks=override)
+
+
+def test_parts_with_different_columns_stay_as_they_are_and_schema_names_all_columns():
+    ds = bridge.from_arrow([pa.table({"x": [1]}), pa.table({"y": ["a"]})])
+    assert ds.schema().names == ["x", "y"]
+    assert ds.take_all() == [{"x": 1}, {"y": "a"}]
