@@ -10,9 +10,13 @@ or fsspec filesystem.  ``override_num_blocks`` forces the number of read tasks.
 Every reader also takes ``partition_filter`` (skip files by their ``key=value``
 directories), ``shuffle`` (``"files"`` or :class:`bridge.FileShuffleConfig`: a
 random file order per run) and ``partitioning`` (``"hive"``: ``key=value``
-directories become columns, typed ``int32`` when every value is an integer,
-else ``string``; the default for Parquet, CSV and JSON, as in Ray Data; ``None``
-for the others).  See :mod:`bridge.io.partitioning`.
+directories become columns, typed by what the read is given (a
+``pyarrow.dataset.HivePartitioning(schema)``, Ray Data's
+``Partitioning("hive", field_types=...)``, ``schema=``), else for Parquet by the
+types ``write_parquet(partition_cols=...)`` recorded, else ``int32`` when every
+value is an int32 written as ``str(int)``, else ``string``; the default for
+Parquet, CSV and JSON, as in Ray Data; ``None`` for the others).  See
+:mod:`bridge.io.partitioning`.
 """
 
 from __future__ import annotations
@@ -78,7 +82,12 @@ def read_parquet(
             using partition values and statistics, the rest are filtered row by row.
         filesystem: A ``pyarrow.fs`` or fsspec filesystem (e.g. S3 with an endpoint).
         partitioning: ``"hive"`` (``key=value`` directories become columns), ``None``,
-            or a ``pyarrow.dataset.Partitioning``.
+            Ray Data's ``Partitioning("hive", field_types={"year": int})``, or a
+            ``pyarrow.dataset.Partitioning`` (given to pyarrow as is).  With ``"hive"`` the
+            columns come back as the types ``write_parquet(partition_cols=...)`` recorded in
+            the layout's ``_common_metadata`` (booleans, dates, timestamps, ``"007"`` as
+            written); without that file, ``int32`` where every value is an int32 written as
+            ``str(int)``, else ``string``.
         schema: Schema to read with; values are cast to it.  Default: every file's schema
             unified without changing a value (a column missing from a file is null there,
             int32 + int64 reads as int64); files that disagree otherwise (int64 vs string,
@@ -157,7 +166,9 @@ def read_csv(
     ``int64``, ``float32`` as ``double``, an unquoted ``NA``, ``null`` or ``N/A`` as
     null (``nan`` stays NaN; an empty field is null), and an unquoted ``007`` as
     the number 7.  A one-column file's empty lines are null rows (``write_csv``
-    writes a null so).
+    writes a null so).  No integer is rounded: a column of integers beyond
+    ``int64`` reads as ``uint64``; one a ``double`` column would change raises
+    naming the file, column and value (``schema=`` with a decimal reads it).
 
     Args:
         schema: A ``pyarrow.Schema`` (e.g. ``ds.schema()`` of the Dataset that was
@@ -208,7 +219,13 @@ def read_json(
     unset is the same answer.
 
     Without ``schema`` the types are inferred from the text (ints as ``int64``,
-    timestamps as strings or ``timestamp[s]``, binary as its base64 text).
+    timestamps as strings or ``timestamp[s]``, binary as its base64 text), and no
+    integer is rounded: a column of integers beyond ``int64`` (a ``uint64`` that
+    ``write_json`` wrote) reads as ``uint64``; one that a ``double`` column would
+    change (below ``-2**63``, ``2**53 + 1`` beside ``1.5``) raises
+    :class:`FileReadError` naming the file, column and value (read it with
+    ``parse_options=pyarrow.json.ParseOptions(explicit_schema=...)`` naming a
+    decimal).
     ``schema`` (e.g. ``ds.schema()`` of the Dataset ``write_json`` wrote) reads
     every column it names back as its type: dates, times, durations, decimals,
     binary, maps, dictionaries and tensors included.

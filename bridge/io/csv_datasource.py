@@ -96,6 +96,7 @@ class CSVFormat(FileFormat):
                        f"got {row.actual_columns}: {row.text!r}")
                 raise FileReadError(msg, 'fix that row, or pass on_bad_lines="skip" to drop such rows') from err
             raise
+        table = self._exact_integers(fs, path, table, read, parse, convert)
         if bad:
             first = bad[0]
             warnings.warn(
@@ -110,6 +111,38 @@ class CSVFormat(FileFormat):
             table = apply_schema(table, self.schema, path, "CSV", columns)
         yield table
 
+
+    def _exact_integers(self, fs: pafs.FileSystem, path: str, table: pa.Table, read: Any, parse: Any,
+                        convert: Any) -> pa.Table:
+        """``table`` with no integer literal of the file rounded (see :mod:`bridge.io.exact_numbers`).
+
+        Only float columns Arrow inferred (not typed by ``schema=`` or ``column_types``) whose values
+        reach ``2**53`` are looked at again: the file is read once more with those columns as text.
+        """
+        from bridge.io.exact_numbers import exact_column, int_text_values, may_hold_rounded_ints
+
+        typed = set(dict(convert.column_types or {}))
+        suspects = [f.name for f in table.schema if f.name not in typed and pa.types.is_floating(f.type)
+                    and may_hold_rounded_ints(table.column(f.name))]
+        if not suspects:
+            return table
+        again = copy.copy(convert)
+        again.column_types = {**dict(convert.column_types or {}), **{n: pa.string() for n in suspects}}
+        again.include_columns = suspects
+        quiet = copy.copy(parse)  # the rows the first read skipped, skipped again without counting them twice
+        quiet.invalid_row_handler = lambda row: "skip" if self.on_bad_lines != "error" else "error"
+        with fs.open_input_stream(path) as f:
+            text = pcsv.read_csv(f, read_options=read, parse_options=quiet, convert_options=again)
+        for name in suspects:
+            first = table.column(name)
+            values = int_text_values(text.column(name), first.is_valid())
+            hint = (f"read {name!r} with an exact type: schema= naming it pyarrow.decimal128(38, 0) for "
+                    f"integers (a decimal with digits after the point, e.g. pyarrow.decimal128(38, 6), where "
+                    f"floats share the column), or pyarrow.int64() / pyarrow.uint64() where every value fits one")
+            col = exact_column(values, name, path, "CSV", str(first.type), hint)
+            if col is not None:
+                table = table.set_column(table.schema.get_field_index(name), name, col)
+        return table
 
     def _conversion_error(self, fs: pafs.FileSystem, path: str, read: Any, err: pa.ArrowInvalid) -> FileReadError:
         """Arrow's "In CSV column #1: ... conversion error to uint8" -> an error naming the column."""

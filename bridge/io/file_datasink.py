@@ -45,7 +45,7 @@ from bridge import tensor
 from bridge.block import Block, concat_blocks
 from bridge.errors import BridgeError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
-from bridge.io.partitioning import HIVE_NULL
+from bridge.io.partitioning import SIDECAR, hive_text
 from bridge.io.paths import DestinationExistsError, FileWriteError, data_files, resolve_filesystem
 
 MODES = ("overwrite", "append", "error", "ignore")
@@ -198,8 +198,11 @@ class FileWriter:
         # Empty blocks are skipped, except the first, which keeps the schema on disk.
         staged = self.filename_provider is not None
         if table is None or (table.num_rows == 0 and ctx.task_index != 0):
-            yield _result([], [], [] if staged else None)
+            yield _result([], [], [] if staged else None, b"" if self.partition_cols else None)
             return
+        written = None
+        if self.partition_cols:  # the driver records the types the directory names cannot say
+            written = table.schema.serialize().to_pybytes()
         pieces = hive_pieces(table, self.partition_cols) if self.partition_cols else [("", table)]
         paths, counts, stages = [], [], []
         name = self.file_name(ctx.task_index)
@@ -213,7 +216,7 @@ class FileWriter:
             paths.append(path)
             counts.append(piece.num_rows)
             stages.append(target)
-        yield _result(paths, counts, stages if staged else None)
+        yield _result(paths, counts, stages if staged else None, written)
 
     def _write_file(self, path: str, table: Block) -> None:
         try:
@@ -243,11 +246,63 @@ class FileWriter:
             raise BridgeError(f"unknown write format {self.fmt!r}", "use write_parquet/csv/json/numpy")
 
 
-def _result(paths: list[str], counts: list[int], stages: list[str] | None) -> pa.Table:
+def _result(paths: list[str], counts: list[int], stages: list[str] | None, schema: bytes | None = None) -> pa.Table:
     columns = {"path": pa.array(paths, pa.string()), "num_rows": pa.array(counts, pa.int64())}
     if stages is not None:
         columns["staged"] = pa.array(stages, pa.string())
+    if schema is not None:  # partition_cols: the schema of the rows written (serialized), per file
+        columns["schema"] = pa.array([schema] * len(paths), pa.binary())
     return pa.table(columns)
+
+
+# ---------------------------------------------------------------- the partitioned layout's schema
+
+
+def read_sidecar(fs: pafs.FileSystem, directory: str) -> pa.Schema | None:
+    """The schema in ``directory``'s :data:`SIDECAR`, or ``None`` when there is none (or it is unreadable)."""
+    import pyarrow.parquet as pq
+
+    path = f"{directory}/{SIDECAR}"
+    if fs.get_file_info(path).type != pafs.FileType.File:
+        return None
+    try:
+        return pq.read_schema(path, filesystem=fs)
+    except (pa.ArrowInvalid, OSError):
+        return None
+
+
+def written_schema(result: pa.Table) -> pa.Schema | None:
+    """The schema of the rows a partitioned write wrote (from its tasks' results), or ``None``."""
+    if "schema" not in result.column_names or not result.num_rows:
+        return None
+    schemas = [pa.ipc.read_schema(pa.py_buffer(b)) for b in dict.fromkeys(result.column("schema").to_pylist()) if b]
+    if not schemas:
+        return None
+    try:
+        return pa.unify_schemas(schemas, promote_options="default")  # a null-typed block takes the others' type
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+
+
+def partition_conflicts(earlier: pa.Schema, schema: pa.Schema, cols: list[str]) -> list[str]:
+    """``"k: int64 there, string here"`` for each partition column the two schemas type differently."""
+    return [f"{c}: {earlier.field(c).type} there, {schema.field(c).type} here" for c in cols
+            if c in earlier.names and c in schema.names and not pa.types.is_null(schema.field(c).type)
+            and earlier.field(c).type != schema.field(c).type]
+
+
+def write_sidecar(fs: pafs.FileSystem, directory: str, schema: pa.Schema) -> None:
+    """Write ``schema`` (partition columns included) as the layout's :data:`SIDECAR`, atomically."""
+    import pyarrow.parquet as pq
+
+    atomic_write(fs, f"{directory}/{SIDECAR}", lambda stream: pq.write_metadata(schema, stream))
+
+
+def remove_sidecar(fs: pafs.FileSystem, directory: str) -> None:
+    try:
+        fs.delete_file(f"{directory}/{SIDECAR}")
+    except (FileNotFoundError, OSError):
+        pass
 
 
 class FilenameProvider:
@@ -428,13 +483,7 @@ def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) ->
 def _hive_segment(name: str, value: Any) -> str:
     import urllib.parse
 
-    if value is None:
-        text = HIVE_NULL
-    elif isinstance(value, bool):
-        text = str(value).lower()
-    else:
-        text = value.isoformat() if hasattr(value, "isoformat") else str(value)
-    return f"{name}={urllib.parse.quote(text, safe='')}"
+    return f"{name}={urllib.parse.quote(hive_text(value), safe='')}"
 
 
 def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
@@ -442,17 +491,24 @@ def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
     import pyarrow.compute as pc
 
     # The distinct keys in order of first appearance (one Arrow pass; nulls form a key of their own).
-    distinct = table.select(cols).group_by(cols, use_threads=False).aggregate([]).to_pylist()
-    out = []
     columns = {}
     for c in cols:
         col = table.column(c)
-        columns[c] = col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
-    for row in distinct:
-        values = tuple(row[c] for c in cols)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if pa.types.is_duration(col.type):
+            col = col.cast(pa.int64())  # the count of its unit, as pyarrow.dataset.write_dataset names it
+        columns[c] = col
+    distinct = pa.table(columns).group_by(cols, use_threads=False).aggregate([])
+    out = []
+    for i in range(distinct.num_rows):
+        # Compared as Arrow scalars of the column's type: a Python value may not say it all (a pandas
+        # Timestamp's nanoseconds became microseconds, and rows matched no directory or the wrong one).
+        scalars = [distinct.column(c)[i] for c in cols]
+        values = tuple(x.as_py() for x in scalars)
         mask = None
-        for c, v in zip(cols, values):
-            m = pc.is_null(columns[c]) if v is None else pc.fill_null(pc.equal(columns[c], v), False)
+        for c, x in zip(cols, scalars):
+            m = pc.is_null(columns[c]) if not x.is_valid else pc.fill_null(pc.equal(columns[c], x), False)
             mask = m if mask is None else pc.and_(mask, m)
         piece = table.filter(mask).drop_columns(cols)
         out.append(("/" + "/".join(_hive_segment(c, v) for c, v in zip(cols, values)), piece))

@@ -69,11 +69,15 @@ class JSONFormat(FileFormat):
         if self.lines is False:
             return _document_table(data, path)
         if is_array:
-            return _rows_table(json.loads(data))
+            return _rows_table(json.loads(data), path)
+        parse_options = self._parse_options()
+        table = self._read_lines(data, parse_options)
+        return _exact_integers(table, data, path, getattr(parse_options, "explicit_schema", None))
+
+    def _read_lines(self, data: bytes, parse_options: Any) -> pa.Table:
         kwargs = {}
         if self.read_options is not None:
             kwargs["read_options"] = self.read_options
-        parse_options = self._parse_options()
         if parse_options is not None:
             kwargs["parse_options"] = parse_options
         try:
@@ -85,6 +89,56 @@ class JSONFormat(FileFormat):
             # whole file is in memory already), as Ray Data falls back to.
             wide = pajson.ReadOptions(use_threads=self.read_options.use_threads, block_size=len(data) + 1)
             return pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
+
+
+def _exact_integers(table: pa.Table, data: bytes, path: str, explicit: pa.Schema | None) -> pa.Table:
+    """``table`` with no integer literal of the text rounded (see :mod:`bridge.io.exact_numbers`).
+
+    Only float columns ``pyarrow.json`` inferred (not those an explicit schema types) whose values
+    reach ``2**53`` are looked at again, through Python's ``json`` (exact integers).
+    """
+    from bridge.io.exact_numbers import has_floats, may_hold_rounded_ints
+
+    named = set(explicit.names) if explicit is not None else set()
+    suspects = [f.name for f in table.schema if f.name not in named and has_floats(f.type)
+                and may_hold_rounded_ints(table.column(f.name))]
+    if not suspects:
+        return table
+    rows = _json_objects(data)
+    if len(rows) != table.num_rows:  # pragma: no cover - pyarrow and json disagree on the rows
+        msg = f"read_json: {path!r} reads as {table.num_rows} rows with pyarrow and {len(rows)} with json"
+        raise FileReadError(msg, "check the file for lines holding more or fewer than one object")
+    for name in suspects:
+        values = [r.get(name) if isinstance(r, dict) else None for r in rows]
+        col = _exact_column(values, name, path, str(table.schema.field(name).type))
+        if col is not None:
+            table = table.set_column(table.schema.get_field_index(name), name, col)
+    return table
+
+
+def _json_objects(data: bytes) -> list[Any]:
+    """Every JSON value of a JSON-lines text, in order (a value may span lines)."""
+    text = data.decode("utf-8")
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        if i >= n:
+            return out
+        value, i = decoder.raw_decode(text, i)
+        out.append(value)
+
+
+def _exact_column(values: list[Any], name: str, path: str, got: str | None) -> pa.Array | None:
+    from bridge.io.exact_numbers import exact_column
+
+    hint = (f"read {name!r} with an exact type: parse_options=pyarrow.json.ParseOptions(explicit_schema="
+            f"pyarrow.schema([({name!r}, pyarrow.decimal128(38, 0))])) for integers (a decimal with digits "
+            f"after the point, e.g. pyarrow.decimal128(38, 6), where floats share the column), or "
+            f"pyarrow.int64() / pyarrow.uint64() where every value fits one")
+    return exact_column(values, name, path, "JSON", got, hint)
 
 
 def _document_table(data: bytes, path: str) -> pa.Table:
@@ -100,15 +154,36 @@ def _document_table(data: bytes, path: str) -> pa.Table:
     if bad is not None:
         msg = f"read_json: {path!r} holds a {type(bad).__name__} where a row (a JSON object) was expected"
         raise FileReadError(msg, "each row must be an object such as {\"a\": 1}")
-    return _rows_table(rows)
+    return _rows_table(rows, path)
 
 
-def _rows_table(rows: list[Any]) -> pa.Table:
+def _rows_table(rows: list[Any], path: str) -> pa.Table:
     """Objects -> a table with every key any of them has (``pa.Table.from_pylist`` takes the first
-    object's keys only: a key the first lacked was dropped from every row), null where one is missing."""
+    object's keys only: a key the first lacked was dropped from every row), null where one is missing.
+
+    Integers are kept exact: a column of them beyond ``int64`` is ``uint64`` where every value fits
+    one, and one that no Arrow type infers exactly raises (see :mod:`bridge.io.exact_numbers`)."""
     if not rows:
         return pa.table({})
-    return pa.Table.from_struct_array(pa.array(rows))
+    try:
+        return pa.Table.from_struct_array(pa.array(rows))
+    except (OverflowError, pa.ArrowInvalid) as err:
+        first = err
+    # One column at a time, to find the one Arrow refused and read it exactly, or say which it is.
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    arrays = []
+    for name in names:
+        values = [r.get(name) for r in rows]
+        try:
+            arrays.append(pa.array(values))
+            continue
+        except (OverflowError, pa.ArrowInvalid):
+            pass
+        col = _exact_column(values, name, path, None)
+        if col is None:
+            raise first
+        arrays.append(col)
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 class JSONDatasource(FileDatasource):

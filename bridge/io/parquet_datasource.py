@@ -5,7 +5,9 @@ exact row counts (``count()`` needs no read), lets row groups whose statistics
 cannot satisfy ``filter`` be dropped before any task starts, and lets one file
 be split across tasks.  Each read task then scans only its row groups, only
 the columns asked for, and applies ``filter`` row by row.  Hive partition
-directories (``year=2024/``) become columns and prune whole files.
+directories (``year=2024/``) become columns and prune whole files; their types
+are those :mod:`bridge.io.partitioning` gives (the ``_common_metadata`` that
+``write_parquet(partition_cols=...)`` writes, or inferred from the names).
 """
 
 from __future__ import annotations
@@ -88,9 +90,16 @@ class ParquetDatasource(Datasource):
         self.filter = as_expression(filter)
         self.override_num_blocks = override_num_blocks
         self.limit: int | None = None
-        self.dataset = _open_dataset([f.path for f in files], self.filesystem, partitioning, schema)
+        paths = [f.path for f in files]
+        partitioning, casts = _partitioning(partitioning, paths, self.filesystem, schema)
+        self.dataset = _open_dataset(paths, self.filesystem, partitioning, schema)
         if schema is None:
             self.dataset = _with_unified_schema(self.dataset)
+            if casts:  # pyarrow casts the values parsed from the names to the dataset's types
+                final = pa.schema([f.with_type(casts.get(f.name, f.type)) for f in self.dataset.schema],
+                                  metadata=self.dataset.schema.metadata)
+                self.dataset = pds.FileSystemDataset(list(self.dataset.get_fragments()), final,
+                                                     self.dataset.format, self.dataset.filesystem)
         self.schema = self.dataset.schema
         if include_paths and PATH_COLUMN in self.schema.names:
             msg = f"read_parquet(include_paths=True): the files already have a column named {PATH_COLUMN!r}"
@@ -199,6 +208,35 @@ def _check_columns(columns: list[str], schema: pa.Schema) -> None:
     if missing:
         msg = f"read_parquet: column(s) {missing} not found; the files have {schema.names}"
         raise BridgeError(msg, "check the column names (hive partition keys are columns too)")
+
+
+def _partitioning(partitioning: Any, paths: list[str], fs: pafs.FileSystem,
+                  schema: pa.Schema | None) -> tuple[Any, dict[str, pa.DataType]]:
+    """``partitioning`` as ``pyarrow.dataset`` is given it, and the types of the partition columns that
+    it parses as another (decimals, durations, dictionaries: pyarrow parses no name as those, and casts
+    the parsed values to the dataset's types).
+
+    ``"hive"`` (or Ray Data's ``Partitioning("hive")``) is typed by :mod:`bridge.io.partitioning`: the
+    layout's ``_common_metadata``, ``schema=`` and ``field_types`` where they name a column, else
+    inferred.  A ``pyarrow.dataset`` partitioning or factory goes to pyarrow as given.
+    """
+    from bridge.io.partitioning import hive_columns, parse_schema, parse_type, sidecar_types
+
+    if partitioning is None or isinstance(partitioning, (pds.Partitioning, pds.PartitioningFactory)):
+        return partitioning, {}
+    if not (isinstance(partitioning, str) or hasattr(partitioning, "style")):
+        return partitioning, {}  # a list of field names, ...: pyarrow's to take or refuse
+    types, source = sidecar_types(fs, paths, "read_parquet")
+    named = set(schema.names) if schema is not None else set()
+    cols = hive_columns(partitioning, paths, "read_parquet", {n: t for n, t in types.items() if n not in named},
+                        source)
+    if cols is not None and named & set(cols.names):  # schema= names a partition column: its type
+        assert schema is not None
+        cols.retype({n: schema.field(n).type for n in cols.names if n in named})
+    if cols is None:
+        return None, {}
+    casts = {f.name: f.type for f in cols.schema if parse_type(f.type) != f.type}
+    return pds.HivePartitioning(parse_schema(cols.schema)), casts
 
 
 def _open_dataset(paths: list[str], fs: pafs.FileSystem, partitioning: Any, schema: pa.Schema | None) -> pds.Dataset:

@@ -58,6 +58,69 @@ def _check_options(fmt: str, options: dict[str, Any]) -> None:
         msg = f"write_{fmt}: unexpected option(s) {unknown}: they would go to {name}, which takes {sorted(taken)}"
         raise BridgeTypeError(msg, "check the spelling; see the write method's docstring for its own arguments")
 
+def _layout_before(fs: Any, directory: str, mode: str, fmt: str, partition_cols: list[str],
+                   known: Any) -> Any:
+    """What a Parquet write does with the layout's ``_common_metadata`` afterwards (``None``: nothing).
+
+    ``write_parquet(partition_cols=...)`` records the full schema there, so ``read_parquet`` gives the
+    partition columns back as their types (the directory names say only text).  Returns ``False`` to
+    remove a stale one (overwritten without partition columns), a schema (the file as it was, or
+    ``True`` for none) to write it.  An append whose partition columns' types differ from the
+    recorded ones raises here, before any file is written; an append to data written without the
+    file leaves it absent (its directory names stay inferred, the same for the old and new rows).
+    """
+    if fmt != "parquet":
+        return None
+    from bridge.io.file_datasink import partition_conflicts, read_sidecar
+
+    earlier = read_sidecar(fs, directory)
+    if not partition_cols:
+        return False if (mode == "overwrite" and earlier is not None) else None
+    if mode != "append":
+        return True
+    if earlier is None:
+        from bridge.io.paths import data_files
+
+        return None if data_files(fs, directory) else True
+    conflicts = partition_conflicts(earlier, known, partition_cols) if known is not None else []
+    if conflicts:
+        from bridge.errors import SchemaMismatchError
+
+        msg = (f"write_parquet(partition_cols={partition_cols}, mode='append'): the data in {directory!r} has "
+               f"other types for partition columns ({'; '.join(conflicts)}; recorded in its _common_metadata)")
+        raise SchemaMismatchError(msg, "cast the columns to the recorded types first (ds.schema() of "
+                                       "read_parquet of the directory), or write to another directory")
+    return earlier
+
+
+def _layout_after(fs: Any, directory: str, mode: str, partition_cols: list[str], describe: Any,
+                  result: Any) -> None:
+    """Write or remove the layout's ``_common_metadata`` once the files are in (see :func:`_layout_before`)."""
+    from bridge.io.file_datasink import partition_conflicts, remove_sidecar, write_sidecar, written_schema
+
+    if describe is False:
+        remove_sidecar(fs, directory)
+        return
+    schema = written_schema(result)
+    if schema is None:  # nothing written, or blocks of clashing types: the names read as inferred
+        if mode == "overwrite":
+            remove_sidecar(fs, directory)
+        return
+    if describe is not True:
+        if partition_conflicts(describe, schema, partition_cols):
+            from bridge.errors import SchemaMismatchError
+
+            remove_sidecar(fs, directory)
+            conflicts = "; ".join(partition_conflicts(describe, schema, partition_cols))
+            msg = (f"write_parquet(partition_cols={partition_cols}, mode='append'): the rows appended to "
+                   f"{directory!r} have other partition column types than its _common_metadata records "
+                   f"({conflicts}); it was removed, so the directory names read as inferred types")
+            raise SchemaMismatchError(msg, "cast the columns to one type and re-write the directory with "
+                                           "mode='overwrite' to record them again")
+        return  # the recorded schema holds for the appended rows too
+    write_sidecar(fs, directory, schema)
+
+
 class WriteMethods(DatasetMixin):
     """File-writing methods of :class:`bridge.Dataset`."""
 
@@ -92,13 +155,16 @@ class WriteMethods(DatasetMixin):
             msg = f"write_{fmt}(filename_provider=...) needs a FilenameProvider; got {type(filename_provider).__name__}"
             raise BridgeTypeError(msg, "subclass bridge.FilenameProvider and override get_filename_for_task("
                                        "write_uuid, task_index)")
+        known = None
         if partition_cols:
-            check_partition_cols(list(partition_cols), self._ds.schema(), fmt)
+            known = self._ds.schema()
+            check_partition_cols(list(partition_cols), known, fmt)
         # With a provider, overwrite removes the earlier files only once the new ones are committed.
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
                                                 remove_earlier=filename_provider is None)
         if skip:
             return []
+        describe = _layout_before(fs, directory, mode, fmt, list(partition_cols or ()), known)
         write_id = new_write_id() if mode == "append" else None
         writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id,
                             list(partition_cols or ()), filename_provider,
@@ -110,14 +176,17 @@ class WriteMethods(DatasetMixin):
                             min_rows=min_rows_per_file, bundle_after_read=True)
         if filename_provider is None:
             result = ds.to_arrow()
+            paths = [p for p in result.column("path").to_pylist()] if result.num_rows else []
         else:
             try:
                 result = ds.to_arrow()
             except BaseException:
                 remove_staged(fs, directory, writer.provider_uuid)
                 raise
-            return commit_staged(fs, result, mode, fmt, directory)
-        return [p for p in result.column("path").to_pylist()] if result.num_rows else []
+            paths = commit_staged(fs, result, mode, fmt, directory)
+        if describe is not None:
+            _layout_after(fs, directory, mode, list(partition_cols or ()), describe, result)
+        return paths
 
     def write_parquet(self, path: Any, *, filesystem: Any = None, mode: str = "overwrite",
                       filename_prefix: str = "part", partition_cols: list[str] | None = None,
@@ -136,8 +205,11 @@ class WriteMethods(DatasetMixin):
         ``partition_cols`` writes Hive-style directories, ``path/k=v/part-00003.parquet``
         (one file per block and partition value; values URI-encoded, nulls as
         ``__HIVE_DEFAULT_PARTITION__``, the partition columns not repeated in the files),
-        which ``read_parquet(path)`` reads back with those columns typed by pyarrow's
-        inference (``year=2024`` reads as an integer).
+        and ``path/_common_metadata``, the full schema (pyarrow's convention; readers of the
+        data skip it), so ``read_parquet(path)`` gives the partition columns back as their
+        types (booleans, dates, timestamps, ``int64``, ``"007"`` as written).  Appending with
+        other types for them raises before writing; overwriting without ``partition_cols``
+        removes the file.
 
         ``filename_provider`` (a :class:`bridge.FilenameProvider` or Ray Data's) names each
         task's file instead of ``filename_prefix``, for every ``write_*`` method; the files
@@ -176,7 +248,8 @@ class WriteMethods(DatasetMixin):
         """Write one JSON-lines file per block (one object per row).
 
         Timestamps and dates become ISO-8601 strings (``read_json`` parses them back to
-        timestamps), decimals strings, binary base64, tensors nested lists.
+        timestamps), decimals strings, binary base64, tensors nested lists; integers are
+        written exactly (``uint64`` beyond ``int64`` reads back as ``uint64``).
         ``json_options`` go to ``json.dumps`` (e.g. ``ensure_ascii=False``).
 
         Example:
