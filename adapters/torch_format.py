@@ -265,8 +265,8 @@ def _move(obj: Any, device: Any, pin: bool) -> Any:
         return obj.to(device, non_blocking=device.type == "cuda")
     if isinstance(obj, dict):
         return {k: _move(v, device, pin) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in obj):
-        # (a list column's rows; a null row is None, the first one too)
+    if isinstance(obj, (list, tuple)) and isinstance(next((v for v in obj if v is not None), None), torch.Tensor):
+        # (a list column's rows; a null row is None, the first one too: the first row that is not)
         return type(obj)(_move(v, device, pin) if isinstance(v, torch.Tensor) else v for v in obj)
     return obj
 

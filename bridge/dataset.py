@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import ray
@@ -190,7 +190,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         self,
         fn: Callable[..., Any] | type,
         *,
-        batch_size: int | None = None,
+        batch_size: int | Literal["default"] | None = None,
         batch_format: str = "numpy",
         fn_args: tuple[Any, ...] = (),
         fn_kwargs: dict[str, Any] | None = None,
@@ -209,7 +209,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         Args:
             fn: A function, or a class whose instances are callable (constructed once
                 per worker; with ``concurrency`` it runs in an actor pool).
-            batch_size: Rows per call; ``None`` (default) passes whole blocks, fastest.
+            batch_size: Rows per call; ``None`` (default; Ray Data's ``"default"`` too) passes whole
+                blocks, fastest.
             batch_format: ``"numpy"`` (dict of ndarrays), ``"pandas"``, ``"pyarrow"`` or ``"torch"``
                 (``{column: torch.Tensor}``, dtype rules of ``adapters/torch_format.py``).
             device: With ``batch_format="torch"``: where the tensors are, e.g. ``"cuda"`` in a
@@ -232,8 +233,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         from bridge.iteration.options import check_rows
 
         label = f"MapBatches({_fn_label(fn)})"
-        batch_size = check_rows(label, "batch_size", batch_size, minimum=1, none_ok=True,
-                                hint="pass batch_size=None to process whole blocks")
+        # Ray Data's "default" is our default: whole blocks (no batch of a size asked for).
+        rows: int | None = check_rows(label, "batch_size", None if batch_size == "default" else batch_size,
+                                      minimum=1, none_ok=True, hint="pass batch_size=None to process whole blocks")
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         if not zero_copy_batch and batch_format in ("numpy", "default"):
             fn = writable_batches(fn)
@@ -243,9 +245,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             msg = f"{label}: device={device!r} needs batch_format='torch'; got batch_format={batch_format!r}"
             raise BridgeValueError(msg, "pass batch_format='torch' to get tensors on the device")
-        make = partial(map_batches_transform, user, batch_format, batch_size, label, device=device)
+        make = partial(map_batches_transform, user, batch_format, rows, label, device=device)
         return self._map_like(make, label, user, concurrency, num_cpus, num_gpus, ray_remote_args,
-                              min_rows=batch_size)
+                              min_rows=rows)
 
     def _map_like(
         self,
@@ -1084,7 +1086,11 @@ class MaterializedDataset(Dataset):
         plan = self._plan
         assert isinstance(plan, InputData)
         rows = sum(b.num_rows for b in plan.bundles)
-        return f"MaterializedDataset(num_blocks={self.num_blocks()}, num_rows={rows}, schema={self.schema()})"
+        from bridge.plan.schema import known_schema
+
+        # repr never raises: blocks no one schema holds (a function's output) say so; schema() says which column.
+        schema = known_schema(plan) or "<blocks of types no one type holds: see schema()>"
+        return f"MaterializedDataset(num_blocks={self.num_blocks()}, num_rows={rows}, schema={schema})"
 
     def __reduce__(self) -> Any:
         return (MaterializedDataset, (self._plan, self._stats_parent))

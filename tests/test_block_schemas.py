@@ -94,3 +94,27 @@ def test_parts_with_different_columns_stay_as_they_are_and_schema_names_all_colu
     ds = bridge.from_arrow([pa.table({"x": [1]}), pa.table({"y": ["a"]})])
     assert ds.schema().names == ["x", "y"]
     assert ds.take_all() == [{"x": 1}, {"y": "a"}]
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 0, 1), (1, 2, 0)])
+def test_a_decimal_with_a_float_is_refused_whichever_part_comes_first(order):
+    # int64 + float64 and int64 + decimal each promote; all three would promote to float64, rounding
+    # the decimal: each pair of a column's types is checked, not each against the first.
+    parts = [pa.table({"a": [1]}), pa.table({"a": [0.5]}),
+             pa.table({"a": pa.array([D("0.12345678901234567890")], pa.decimal128(38, 20))})]
+    with pytest.raises(SchemaMismatchError, match="round the decimals"):
+        bridge.from_arrow([parts[i] for i in order])
+
+
+def test_a_clash_in_a_column_the_first_part_lacks_is_named():
+    parts = [pa.table({"a": [1]}), pa.table({"b": [1]}), pa.table({"b": ["x"]})]
+    with pytest.raises(SchemaMismatchError, match="'b' is int64 in one block and string"):
+        bridge.from_arrow(parts)
+
+
+def test_repr_of_blocks_no_one_type_holds_does_not_raise_and_schema_names_the_column():
+    ds = bridge.range(4, override_num_blocks=2).map_batches(
+        lambda b: {"x": b["id"] if b["id"][0] == 0 else b["id"].astype(str)}).materialize()
+    assert "no one type holds" in repr(ds)
+    with pytest.raises(SchemaMismatchError, match="'x' is int64 in one block and string"):
+        ds.schema()

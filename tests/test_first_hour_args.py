@@ -242,3 +242,9 @@ def test_identity_torch_map_keeps_list_columns_across_block_boundaries():
     ds = bridge.from_arrow([_LIST_TABLE, _LIST_TABLE])  # batches of 3 straddle the two blocks
     got = ds.map_batches(_identity, batch_format="torch", batch_size=3).to_arrow()
     assert got.equals(pa.concat_tables([_LIST_TABLE, _LIST_TABLE]))
+
+
+def test_split_proportionately_takes_a_generator_and_map_batches_rays_default_batch_size():
+    assert [p.count() for p in bridge.range(10).split_proportionately(x for x in (0.2, 0.5))] == [2, 5, 3]
+    # Ray Data's map_batches(batch_size="default") is valid Ray Data code: our default (whole blocks).
+    assert bridge.range(6).map_batches(lambda b: b, batch_size="default").count() == 6

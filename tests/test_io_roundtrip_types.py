@@ -65,6 +65,25 @@ def test_read_json_refuses_floats_that_would_round_an_integer_beside_them(tmp_pa
         bridge.read_json(str(tmp_path)).take_all()
 
 
+@pytest.mark.parametrize("fmt", ["json", "csv"])
+def test_uint64_values_a_double_happens_to_hold_still_read_as_uint64(tmp_path, fmt):
+    # 2**63 and 10**19 are doubles exactly: the column was uint64 all the same, and stays it.
+    table = pa.table({"u": pa.array([1, 2**63, 10**19], pa.uint64())})
+    getattr(bridge.from_arrow(table), f"write_{fmt}")(str(tmp_path))
+    back = getattr(bridge, f"read_{fmt}")(str(tmp_path))
+    assert back.schema().field("u").type == pa.uint64()
+    assert [r["u"] for r in back.take_all()] == [1, 2**63, 10**19]
+
+
+def test_one_document_with_an_int_beyond_int64_that_a_double_holds(tmp_path):
+    (tmp_path / "f.json").write_text('[{"u": 1}, {"u": 9223372036854775808}]')
+    ds = bridge.read_json(str(tmp_path), lines=False)
+    assert ds.schema().field("u").type == pa.uint64() and [r["u"] for r in ds.take_all()] == [1, 2**63]
+    (tmp_path / "f.json").write_text('[{"u": 1.5}, {"u": 9223372036854775808}]')  # a float beside it: exact doubles
+    ds = bridge.read_json(str(tmp_path), lines=False)
+    assert ds.schema().field("u").type == pa.float64() and [r["u"] for r in ds.take_all()] == [1.5, 2.0**63]
+
+
 def test_large_floats_and_exact_integers_stay_doubles(tmp_path):
     # 2**53 and 1e20 are doubles exactly: nothing to refuse, the column stays double.
     (tmp_path / "f.json").write_text('{"x": 1.5}\n{"x": 9007199254740992}\n{"x": 1e20}\n')

@@ -33,6 +33,7 @@ from bridge.io.paths import FileReadError
 #: Every integer of smaller magnitude is a float64 exactly; 2**53 + 1 is the first that is not.
 FLOAT_EXACT = 2**53
 _UINT64_END = 2**64
+_INT64_MAX = 2**63 - 1
 #: An integer literal as the CSV reader takes one (surrounding blanks allowed).
 _INT_TEXT = re.compile(r"^\s*[+-]?[0-9]+\s*$")
 
@@ -105,19 +106,22 @@ def first_rounded(values: list[Any]) -> tuple[int, int] | None:
 
 def exact_column(values: list[Any], name: str, path: str, fmt: str, got: str | None,
                  hint: str) -> pa.Array | None:
-    """``values`` (one column's, as Python parsed them) as an exact Arrow column, or ``None`` when
-    reading them as floats changes none; raises where neither holds them all.
+    """``values`` (one column's, as Python parsed them) as an exact Arrow column: ``uint64`` when they
+    are integers in ``[0, 2**64)`` and some beyond int64; ``None`` when reading them as floats changes
+    none; raises where neither holds them all.
 
     ``got``: the type the reader inferred (for the message; ``None`` where it inferred none);
     ``hint``: how to read the column exactly.
     """
+    present = [v for v in values if v is not None]
+    if all(_is_int(v) and 0 <= v < _UINT64_END for v in present) and any(v > _INT64_MAX for v in present):
+        # Integers beyond int64 (a written uint64 column): uint64, whether or not a float64 would
+        # happen to hold them (2**63 and 10**19 it does; the type would still change).
+        return pa.array(values, pa.uint64())
     found = first_rounded(values)
     if found is None:
         return None
     row, bad = found
-    present = [v for v in values if v is not None]
-    if all(_is_int(v) and 0 <= v < _UINT64_END for v in present):
-        return pa.array(values, pa.uint64())
     if got is None:
         why = "no integer type holds it with the column's other values, and a float64 would change it"
     else:

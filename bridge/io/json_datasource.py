@@ -180,6 +180,9 @@ def _rows_table(rows: list[Any], path: str) -> pa.Table:
         except (OverflowError, pa.ArrowInvalid):
             pass
         col = _exact_column(values, name, path, None)
+        if col is None and all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            # Numbers a float64 holds exactly (1.5 beside 2**63): exact_column found none it would change.
+            col = pa.array([None if v is None else float(v) for v in values], pa.float64())
         if col is None:
             raise first
         arrays.append(col)

@@ -99,6 +99,8 @@ class IngestMethods(DatasetMixin):
 
         from bridge.ops.splits import split_proportionately
 
+        if not isinstance(proportions, (str, bytes)) and hasattr(proportions, "__iter__"):
+            proportions = list(proportions)  # a generator once, not used up by the check
         if isinstance(proportions, (str, bytes)) or not hasattr(proportions, "__iter__") or not all(
                 isinstance(p, numbers.Real) and not isinstance(p, bool) for p in proportions):
             from bridge.errors import BridgeTypeError

@@ -70,24 +70,39 @@ def unified_schema(schemas: Sequence[pa.Schema], where: str) -> pa.Schema:
     if len(distinct) == 1:
         return first
     hint = "cast the column to one type in every part (e.g. table.cast / df.astype) before building the Dataset"
-    for other in distinct[1:]:
-        for field in first:
-            if field.name not in other.names:
-                continue
-            theirs = other.field(field.name).type
-            rounds = rounds_on_promotion(field.type, theirs)
-            try:
-                if not rounds:
-                    pa.unify_schemas([pa.schema([field]), pa.schema([pa.field(field.name, theirs)])],
-                                     promote_options="permissive")
+    # Every pair of a column's types, not each against the first: int64 + float64 and int64 + decimal
+    # promote, float64 + decimal rounds (and would, through the float64 the three promote to).
+    types: dict[str, list[pa.DataType]] = {}
+    for schema in distinct:
+        for field in schema:
+            seen = types.setdefault(field.name, [])
+            if not any(field.type.equals(t) for t in seen):
+                seen.append(field.type)
+    for name, kinds in types.items():
+        for i, a in enumerate(kinds):
+            for b in kinds[i + 1:]:
+                rounds = rounds_on_promotion(a, b)
+                if not rounds and _promotes(name, a, b):
                     continue
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-                pass
-            why = " (a float would round the decimals)" if rounds else ""
-            msg = (f"{where}: column {field.name!r} is {field.type} in one block and {theirs} in another: "
-                   f"no one type holds both{why}")
-            raise SchemaMismatchError(msg, hint)
-    return pa.unify_schemas(distinct, promote_options="permissive")
+                why = " (a float would round the decimals)" if rounds else ""
+                msg = f"{where}: column {name!r} is {a} in one block and {b} in another: no one type holds both{why}"
+                raise SchemaMismatchError(msg, hint)
+    try:
+        return pa.unify_schemas(distinct, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
+        msg = f"{where}: the blocks' schemas do not unify ({len(distinct)} different ones): {err}"
+        raise SchemaMismatchError(msg, hint) from None
+
+
+def _promotes(name: str, a: pa.DataType, b: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.unify_schemas([pa.schema([pa.field(name, a)]), pa.schema([pa.field(name, b)])],
+                         promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def blocks_schema(metas: Sequence[BlockMetadata], where: str) -> pa.Schema | None:
