@@ -113,6 +113,11 @@ def test_the_json_fast_path_parses_no_text_in_python(tmp_path, monkeypatch):
     monkeypatch.setattr(json_datasource, "_json_objects", forbidden)
     (table,) = json_datasource.JSONFormat().read(pafs.LocalFileSystem(), str(path), None)
     assert table.num_rows == 1000 and table.schema.field("x").type == pa.float64()
+    # Floats of 2**53 and more (epoch nanoseconds as floats) written as floats: no integer literal
+    # long enough to have been rounded, so no second look either.
+    path.write_text("".join(f'{{"x": {1.7e18 + i * 1e9!r}, "y": 1e+20}}\n' for i in range(1000)))
+    (table,) = json_datasource.JSONFormat().read(pafs.LocalFileSystem(), str(path), None)
+    assert table.column("x").to_pylist()[:2] == [1.7e18, 1.7e18 + 1e9]
 
 
 def test_write_csv_read_csv_keeps_uint64_exactly_and_refuses_what_it_cannot_hold(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,19 +92,26 @@ class JSONFormat(FileFormat):
             return pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
 
 
+#: An integer literal of 16 digits or more (2**53, the first integer a double may round, has 16): a run
+#: of digits not after a digit, ``.`` or an exponent's ``e`` and not before one (a false match in a
+#: string only costs the exact second look).
+_LONG_INT = re.compile(rb"(?<![0-9.eE])[0-9]{16,}(?![0-9.eE])")
+
+
 def _exact_integers(table: pa.Table, data: bytes, path: str, explicit: pa.Schema | None) -> pa.Table:
     """``table`` with no integer literal of the text rounded (see :mod:`bridge.io.exact_numbers`).
 
     Only float columns ``pyarrow.json`` inferred (not those an explicit schema types) whose values
-    reach ``2**53`` are looked at again, through Python's ``json`` (exact integers).
+    reach ``2**53``, in a text holding an integer literal of 16 digits or more, are looked at again,
+    through Python's ``json`` (exact integers).
     """
     from bridge.io.exact_numbers import has_floats, may_hold_rounded_ints
 
     named = set(explicit.names) if explicit is not None else set()
     suspects = [f.name for f in table.schema if f.name not in named and has_floats(f.type)
                 and may_hold_rounded_ints(table.column(f.name))]
-    if not suspects:
-        return table
+    if not suspects or not _LONG_INT.search(data):
+        return table  # no integer literal long enough to have been rounded: floats such as 1e+20 are exact
     rows = _json_objects(data)
     if len(rows) != table.num_rows:  # pragma: no cover - pyarrow and json disagree on the rows
         msg = f"read_json: {path!r} reads as {table.num_rows} rows with pyarrow and {len(rows)} with json"
