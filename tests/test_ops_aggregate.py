@@ -87,7 +87,8 @@ def test_whole_dataset_aggregates_match_pandas(table):
     uniq = ds.unique("k")
     assert None in uniq and sorted(u for u in uniq if u is not None) == [0, 1, 2, 3, 4]
     assert ds.aggregate(Count(), Count("x"), Unique("v")).keys() == {"count()", "count(x)", "unique(v)"}
-    assert ds.aggregate(Count("x"))["count(x)"] == df["x"].count()
+    assert ds.aggregate(Count("x", ignore_nulls=True))["count(x)"] == df["x"].count()
+    assert ds.aggregate(Count("x"))["count(x)"] == len(df)  # Ray Data's default counts nulls too
 
 
 def test_std_is_exact_for_large_offsets():
@@ -221,3 +222,57 @@ def test_abs_max_of_the_smallest_signed_value_and_quantile_of_uint64():
     assert out["abs_max(u)"] == 2**64 - 1
     small = bridge.from_arrow(pa.table({"i": pa.array([-127, 5], pa.int8())}))
     assert small.groupby(None).aggregate(AbsMax("i")).to_arrow().schema.field(0).type == pa.int8()
+
+
+def test_decimal_sums_and_means_do_not_wrap_past_38_digits():
+    import decimal
+
+    from bridge.errors import BridgeValueError
+
+    D = decimal.Decimal
+    big, dt = D("9" * 28), pa.decimal128(38, 10)
+    t1 = pa.table({"k": [1] * 3, "x": pa.array([big] * 3, dt)})
+    t2 = pa.table({"k": [1, 2], "x": pa.array([big, D("1")], dt)})
+    ds = bridge.from_arrow([t1, t2])
+    # 4 * big needs 39 digits at scale 10: Arrow's decimal128 sum wrapped it into a wrong number.
+    with pytest.raises(BridgeValueError, match=r"sum\(x\).*'x'[\s\S]*Hint: cast 'x' to pa.decimal256"):
+        ds.groupby("k").sum("x").take_all()
+    with pytest.raises(BridgeValueError, match="decimal256"):
+        bridge.from_arrow([pa.table({"x": pa.array([D("9" * 36)] * 40, pa.decimal128(38, 2))})]).sum("x")
+    means = ds.groupby("k").mean("x")
+    assert means.schema().field("mean(x)").type == pa.float64()
+    assert means.take_all() == [{"k": 1, "mean(x)": float(big)}, {"k": 2, "mean(x)": 1.0}]
+    assert math.isclose(ds.mean("x"), float((4 * big + 1) / 5))
+    fits = bridge.from_arrow([pa.table({"k": [1] * 4, "x": pa.array([D("9" * 27)] * 4, dt)})] * 2)
+    out = fits.groupby("k").aggregate(Sum("x"), Min("x"))
+    assert out.schema().field("sum(x)").type == dt and out.schema().field("min(x)").type == dt
+    assert out.take_all() == [{"k": 1, "sum(x)": D(8 * int("9" * 27)), "min(x)": D("9" * 27)}]
+    wide = pa.decimal256(76, 2)
+    assert bridge.from_arrow([pa.table({"x": pa.array([D("9" * 36)] * 40, wide)})] * 2).sum("x") == D(80 * int("9" * 36))
+    # A decimal256 sum past 76 digits (and past 2**255, where Arrow wraps) raises too.
+    with pytest.raises(BridgeValueError, match="decimal256"):
+        bridge.from_arrow([pa.table({"x": pa.array([D("9" * 76)] * 10, pa.decimal256(76, 0))})]).sum("x")
+
+
+def test_count_of_a_column_counts_nulls_by_default_as_ray_data():
+    t = pa.table({"k": [1, 1, 2, 2], "x": [1.0, None, float("nan"), None]})
+    rows = bridge.from_arrow(t).groupby("k").aggregate(Count("x"), Count("x", ignore_nulls=True, alias_name="n"))
+    # NaN is a value, not a null (Arrow's count, as Ray Data's): counted either way.
+    assert rows.take_all() == [{"k": 1, "count(x)": 2, "n": 1}, {"k": 2, "count(x)": 2, "n": 1}]
+
+
+def test_dictionary_key_keeps_its_type_when_also_aggregated():
+    d = pa.table({"k": pa.array(["b", "a", "b"]).dictionary_encode(), "v": [1, 2, 3]})
+    out = bridge.from_arrow([d]).groupby("k").aggregate(Max("k"), Sum("v"))
+    assert out.schema().field("k").type == pa.dictionary(pa.int32(), pa.string())
+    assert out.take_all() == [{"k": "a", "max(k)": "a", "sum(v)": 2}, {"k": "b", "max(k)": "b", "sum(v)": 4}]
+
+
+def test_negative_zero_is_reported_as_it_occurs():
+    assert [math.copysign(1, v) for v in bridge.from_arrow([pa.table({"x": [-0.0, -0.0]})]).unique("x")] == [-1]
+    uniq = bridge.from_arrow([pa.table({"x": [-0.0, 0.0, float("nan"), None]})]).unique("x")
+    assert len(uniq) == 3 and math.copysign(1, uniq[0]) == -1 and None in uniq
+    t1, t2 = pa.table({"k": [-0.0, -0.0, 1.0], "v": [1, 2, 3]}), pa.table({"k": [0.0, None], "v": [4, 5]})
+    rows = bridge.from_arrow([t1, t2]).groupby("k").aggregate(Sum("v"), Min("k")).take_all()
+    assert [r["sum(v)"] for r in rows] == [7, 3, 5]  # -0.0 and 0.0 are one group, keyed by the first one seen
+    assert math.copysign(1, rows[0]["k"]) == -1 and math.copysign(1, rows[0]["min(k)"]) == -1

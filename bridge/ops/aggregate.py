@@ -183,6 +183,8 @@ class _Builtin(AggregateFn):
     #: The type of the column it reads, set by :func:`typed_aggregations` where the kernels compute in
     #: another one (float16 as float32, durations as int64) so that ``finish`` gives it back.
     source_type: pa.DataType | None = None
+    #: The type of the column it reads, as the schema gives it (set by :func:`typed_aggregations`).
+    input_type: pa.DataType | None = None
 
     def __init__(self, on: str | None, ignore_nulls: bool, alias_name: str | None, label: str) -> None:
         self.on = on
@@ -261,13 +263,37 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
                 t = values.type
                 if pa.types.is_boolean(t) or (pa.types.is_integer(t) if kind is Mean else pa.types.is_decimal(t)):
                     values = values.cast(pa.float64(), safe=False)  # rounds beyond 2**53, as NumPy does
+                elif pa.types.is_decimal128(t):
+                    values = values.cast(_wide_decimal(t))  # Arrow's decimal128 sum wraps past 38 digits
                 block = block.append_column(_float_input(kind, col), values)
     for col in {a.on for a in aggs if type(a) is Sum and a.on is not None}:
         i = block.schema.get_field_index(col)
+        if i >= 0 and block.schema.get_field_index(_exact_input(col)) < 0:
+            # The column Sum sums exactly: itself (as the kernels read it), decimal128 as decimal256 (Arrow's
+            # decimal128 sum keeps precision 38 and wraps past it without a word), in a column of its own
+            # so that Min / Max / the keys of the same column keep its type.
+            values = block.column(i)
+            if pa.types.is_decimal128(values.type):
+                values = values.cast(_wide_decimal(values.type))
+            block = block.append_column(_exact_input(col), values)
+            if pa.types.is_decimal256(block.schema.field(i).type) \
+                    and block.schema.get_field_index(_float_input(Sum, col)) < 0:
+                # A decimal256 sum wraps past 2**255: its float64 sum tells (see Sum.finish).
+                block = block.append_column(_float_input(Sum, col), values.cast(pa.float64(), safe=False))
         if i >= 0 and pa.types.is_integer(block.schema.field(i).type) \
                 and block.schema.get_field_index(_float_input(Sum, col)) < 0 and _may_wrap(block.column(i)):
             block = block.append_column(_float_input(Sum, col), block.column(i).cast(pa.float64(), safe=False))
     return block
+
+
+def _wide_decimal(t: pa.DataType) -> pa.DataType:
+    """The type a decimal column is summed in: decimal256 of its scale, the widest precision (76)."""
+    return pa.decimal256(76, t.scale)
+
+
+def _exact_input(col: str) -> str:
+    """The column :class:`Sum` sums exactly (:func:`numeric_null_columns`)."""
+    return f"__raybridge_exact_{col}"
 
 
 def _computed_as(t: pa.DataType) -> pa.DataType | None:
@@ -306,8 +332,9 @@ def typed_aggregations(label: str, aggs: list[AggregateFn], schema: pa.Schema | 
                         "aggregate another column, or compute one this aggregation takes first (add_column / "
                         "map_batches); Count and Unique take most types, Min / Max strings and times")
                 raise UnsupportedTypeError(msg, hint)
+            a = copy.copy(a)
+            a.input_type = t
             if _computed_as(t) is not None and a.keeps_type(t):
-                a = copy.copy(a)
                 a.source_type = t
         out.append(a)
     return out
@@ -340,7 +367,11 @@ def _float_input(kind: type, col: str) -> str:
 
 
 class Count(_Builtin):
-    """Rows per group (``Count()``), or non-null values of ``on`` (``Count("x")``).
+    """Rows per group (``Count()``), or the values of ``on`` (``Count("x")``), as Ray Data's ``Count``.
+
+    ``Count("x")`` counts every row, nulls included (Ray Data's default, ``ignore_nulls=False``);
+    ``Count("x", ignore_nulls=True)`` counts the non-null values (pandas' ``count``).  NaN is a value,
+    not a null: both count it.
 
     Example:
         >>> import bridge
@@ -351,7 +382,7 @@ class Count(_Builtin):
     _takes = staticmethod(lambda t: True)
     _takes_words = "any type"
 
-    def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+    def __init__(self, on: str | None = None, ignore_nulls: bool = False, alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name, "count")
 
     def map_specs(self) -> list[Spec]:
@@ -390,7 +421,7 @@ class Sum(_Builtin):
     def map_specs(self) -> list[Spec]:
         assert self.on is not None
         # The sum of an integer column again in float64: Arrow's int sum wraps past 2**63 without a word.
-        return [(self.on, "sum", self._opts()), (_float_input(Sum, self.on), "sum", self._opts())]
+        return [(_exact_input(self.on), "sum", self._opts()), (_float_input(Sum, self.on), "sum", self._opts())]
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
         return [("sum", self._opts()), ("sum", self._opts())]
@@ -412,7 +443,46 @@ class Sum(_Builtin):
                 raise BridgeValueError(msg, f"sum it as decimals (exact) or floats: cast {self.on!r} first, e.g. "
                                             f"ds.add_column({self.on!r}, lambda t: pc.cast(t[{self.on!r}], "
                                             f"pa.decimal128(38, 0)), batch_format='pyarrow')")
+        if pa.types.is_decimal256(total.type):
+            return self._decimal_total(total, approx)
         return total
+
+    def _decimal_total(self, total: pa.Array, approx: pa.Array | None) -> pa.Array:
+        """A decimal sum (summed as decimal256, :func:`numeric_null_columns`) in its result type: decimal128 of
+        precision 38 for a decimal128 column (Arrow's type for it), decimal256 of precision 76 for a decimal256
+        one; a sum that type cannot hold raises instead of wrapping."""
+        import decimal
+
+        from bridge.errors import BridgeValueError
+
+        scale = total.type.scale
+        source = self.input_type
+        narrow = source is None or pa.types.is_decimal128(source)
+        limit = decimal.Decimal(10) ** ((38 if narrow else 76) - scale)
+        bad: list[int] = []
+        if not narrow and approx is not None:
+            # Past 2**255 the decimal256 sum wraps: check the groups whose float64 sum is near the limit exactly.
+            floats = np.nan_to_num(approx.to_numpy(zero_copy_only=False).astype(np.float64), nan=0.0)
+            for r in np.flatnonzero(np.abs(floats) >= 0.5 * float(limit)):
+                exact = total[int(r)].as_py()
+                if exact is None or abs(exact) >= limit or abs(float(exact) - floats[r]) > 1e-6 * abs(floats[r]):
+                    bad.append(int(r))
+        target = pa.decimal128(38, scale) if narrow else pa.decimal256(76, scale)
+        if not bad:
+            try:
+                return total.cast(target, safe=True)
+            except (pa.ArrowInvalid, OverflowError):
+                bad = [0]
+        col = self.on
+        what = f"{source}" if source is not None else "decimal"
+        msg = (f"sum({col}): the sum of column {col!r} ({what}) is beyond {target}, the widest decimal "
+               f"{'128' if narrow else '256'} of its scale; Arrow's decimal sum would wrap it")
+        hint = (f"cast {col!r} to pa.decimal256(76, {scale}) first (sums up to 76 digits), e.g. "
+                f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.decimal256(76, {scale})), "
+                f"batch_format='pyarrow')" if narrow else
+                f"sum it as floats (approximate) or at a smaller scale: cast {col!r} first, e.g. "
+                f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.float64()), batch_format='pyarrow')")
+        raise BridgeValueError(msg, hint)
 
 
 #: The prefix of a column an aggregation reads only for some blocks (Sum's float64 sum of an integer
@@ -641,8 +711,11 @@ class Unique(_Builtin):
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         lists = states[0]
-        values = canonical_floats(pc.list_flatten(lists))
+        original = pc.list_flatten(lists)
+        values = canonical_floats(original)
         owner = pa.array(gid[pc.list_parent_indices(lists).to_numpy()])
+        if values is not original:
+            return self._first_of_equal(owner, values, original, n)
         table = pa.table({"g": owner, "v": values})
         per_group = table.group_by("g", use_threads=False).aggregate([("v", "distinct", self._count())])
         per_group = per_group.take(pc.sort_indices(per_group["g"]))
@@ -651,6 +724,19 @@ class Unique(_Builtin):
         lengths[per_group["g"].to_numpy()] = pc.list_value_length(found).to_numpy(zero_copy_only=False)
         offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
         return pa.ListArray.from_arrays(offsets, pc.list_flatten(found))
+
+    @staticmethod
+    def _first_of_equal(owner: pa.Array, values: pa.Array, original: pa.Array, n: int) -> pa.Array:
+        """Floats: one value per group of equal ones (0.0 and -0.0, every NaN), the first that occurs in the
+        data (-0.0 alone stays -0.0: :func:`canonical_floats` gave 0.0, a value not in the data)."""
+        table = pa.table({"g": owner, "v": values, "o": original})
+        first = table.group_by(["g", "v"], use_threads=False).aggregate(
+            [("o", "first", pc.ScalarAggregateOptions(skip_nulls=False))])
+        first = first.take(pc.sort_indices(first["g"]))  # stable: first occurrence order within a group
+        g = first["g"].to_numpy()
+        lengths = np.bincount(g, minlength=n).astype(np.int32) if len(g) else np.zeros(n, dtype=np.int32)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, first.column("o_first").combine_chunks())
 
 
 __all__ = ["AbsMax", "AggregateFn", "Count", "Max", "Mean", "Min", "Quantile", "Std", "Sum", "Unique"]

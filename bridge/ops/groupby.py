@@ -77,11 +77,43 @@ def _key_values(groups: pa.Table, keys: list[str]) -> list[Any]:
     return list(zip(*[groups.column(k).to_pylist() for k in keys]))
 
 
+def _first_name(key: str) -> str:
+    """The state column of a float key's first original value (:func:`partial_states`)."""
+    return f"__raybridge_first_{key}"
+
+
+def _is_canonical_float(t: pa.DataType) -> bool:
+    return pa.types.is_float32(t) or pa.types.is_float64(t)
+
+
 def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
-    """One row per group of ``block``: the keys and every aggregation's state columns."""
+    """One row per group of ``block``: the keys and every aggregation's state columns.
+
+    Groups are formed on copies of the keys an aggregation also reads (so that the kernels' casts of its
+    input, e.g. a dictionary's values for Min, leave the key's type alone) and of the float keys (made
+    canonical: 0.0 and -0.0 one group); a float key also keeps its first original value per group (state
+    column :func:`_first_name`), which the result reports (-0.0 stays -0.0, a value of the data).
+    """
     names_in = block.column_names
+    read = {on for a in aggs if isinstance(on := getattr(a, "on", None), str)}
+    group_keys, firsts = [], []
+    for n, k in enumerate(keys):
+        i = block.schema.get_field_index(k)
+        floats = i >= 0 and _is_canonical_float(block.schema.field(i).type)
+        if i >= 0 and (k in read or floats):
+            group_keys.append(f"__raybridge_key{n}")
+            block = block.append_column(group_keys[-1], block.column(i))
+            if floats:
+                firsts.append(k)
+                block = block.append_column(_first_name(k), block.column(i))
+        else:
+            group_keys.append(k)
     block = numeric_null_columns(block, aggs)
-    specs, names, python_aggs, absent = [], [], [], []
+    specs: list[Any] = []
+    names, python_aggs, absent = [], [], []
+    for k in firsts:
+        specs.append((_first_name(k), "first", pc.ScalarAggregateOptions(skip_nulls=False)))
+        names.append(_first_name(k))
     for i, agg in enumerate(aggs):
         map_specs = agg.map_specs()
         if map_specs is None:
@@ -97,21 +129,27 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
     if python_aggs:
         specs.append((_ROW, "list"))
         names.append(_ROW)
-    out = _aggregate(work, keys, specs, names)
+    out = _aggregate(work, group_keys, specs, names).rename_columns(keys + names)
     for name, exact in absent:
         out = out.append_column(name, out.column(exact).cast(pa.float64(), safe=False))
     for i in python_aggs:
         states = aggs[i].accumulate_groups(block.select(names_in), _key_values(out, keys),
                                            out.column(_ROW).combine_chunks())
         out = out.append_column(f"__s{i}_0", states)
-    order = keys + [f"__s{i}_{j}" for i, a in enumerate(aggs) for j in range(len(a.merge_specs()))]
+    order = keys + [_first_name(k) for k in firsts]
+    order += [f"__s{i}_{j}" for i, a in enumerate(aggs) for j in range(len(a.merge_specs()))]
     return out.select(order)
 
 
 def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
     """Merge state rows of the same group and finalise: keys + one column per aggregation, sorted by keys."""
     states = _with_row_ids(concat_blocks(partials))
-    specs, names = [], []
+    specs: list[Any] = []
+    names = []
+    firsts = [k for k in keys if _first_name(k) in states.column_names]
+    for k in firsts:  # the first original value of a float key (see partial_states)
+        specs.append((_first_name(k), "first", pc.ScalarAggregateOptions(skip_nulls=False)))
+        names.append(_first_name(k))
     for i, agg in enumerate(aggs):
         for j, merge in enumerate(agg.merge_specs()):
             if merge is not None:
@@ -126,6 +164,8 @@ def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[Aggregate
     gid[pc.list_flatten(lists).to_numpy()] = pc.list_parent_indices(lists).to_numpy()
     n = merged.num_rows
     out = merged.select(keys)
+    for k in firsts:
+        out = out.set_column(keys.index(k), k, merged.column(_first_name(k)))
     for i, agg in enumerate(aggs):
         merge_specs = agg.merge_specs()
         done = [merged.column(f"__m{i}_{j}").combine_chunks() if m is not None else None
