@@ -92,18 +92,24 @@ def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
 
 @ray.remote(num_returns=2)
 def _cast_block(block: Block, schema: pa.Schema, name: str, index: int) -> tuple[Block, BlockMetadata]:
+    cast = cast_to_shared(block, schema, f"{name}: block {index}")
+    return cast, BlockMetadata.of(cast)
+
+
+def cast_to_shared(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
+    """``table`` (the same columns as ``schema``) cast safely to the type its columns share with the other
+    parts, keeping its own metadata; a value that type cannot hold raises ``SchemaMismatchError``."""
     from bridge.errors import SchemaMismatchError
 
     try:
-        cast = block.select(schema.names).cast(schema.with_metadata(block.schema.metadata))
+        return table.select(schema.names).cast(schema.with_metadata(table.schema.metadata))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-        changed = [f"{f.name!r} {f.type} -> {schema.field(f.name).type}" for f in block.schema
+        changed = [f"{f.name!r} {f.type} -> {schema.field(f.name).type}" for f in table.schema
                    if f.type != schema.field(f.name).type]
-        msg = (f"{name}: block {index} holds values the type its column shares with the other blocks cannot "
-               f"hold ({', '.join(changed)}): {err}")
+        msg = (f"{where} holds values the type its column shares with the other parts cannot hold "
+               f"({', '.join(changed)}): {err}")
         raise SchemaMismatchError(msg, "cast the column to one type in every part before building the "
                                        "Dataset (e.g. df.astype / table.cast)") from None
-    return cast, BlockMetadata.of(cast)
 
 
 def from_blocks(blocks: Iterable[Any], *, name: str = "FromBlocks") -> MaterializedDataset:
@@ -337,15 +343,9 @@ def _concat_one_schema(parts: list[pa.Table], name: str) -> pa.Table:
 
 
 def _cast_table(table: pa.Table, target: pa.Schema, name: str) -> pa.Table:
-    from bridge.errors import SchemaMismatchError
-
     if set(table.schema.names) != set(target.names):
         return table  # different columns: concat_tables adds the missing ones as nulls
-    try:
-        return table.select(target.names).cast(target.with_metadata(table.schema.metadata))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-        msg = f"{name}: a table holds values the type its column shares with the others cannot hold: {err}"
-        raise SchemaMismatchError(msg, "cast the column to one type in every table first (table.cast)") from None
+    return cast_to_shared(table, target, f"{name}: a table")
 
 
 def _as_table(obj: Any) -> pa.Table:
