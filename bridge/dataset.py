@@ -53,58 +53,6 @@ def _fn_label(fn: Any) -> str:
     return "<lambda>" if name == "<lambda>" else name
 
 
-def _expr_filter_transform(expr: Any, label: str) -> BlockTransform:
-    """``filter(expr=...)``; an expression naming a column the block lacks raises ``SchemaMismatchError``."""
-    import re
-
-    inner = filter_transform(None, expr, label)
-
-    def refused(err: Exception, b: Block) -> Exception:
-        """Arrow's error evaluating ``expr`` on block ``b`` -> ours, naming the expression and column types."""
-        from bridge.errors import BridgeTypeError, BridgeValueError, SchemaMismatchError
-
-        text = str(err).split("\n")[0]
-        if isinstance(err, pa.ArrowInvalid) and "No match for FieldRef" in text:
-            found = re.search(r"FieldRef\.\w+\((.*?)\) in", text)
-            missing = found.group(1) if found else text
-            msg = f"{label}: the expression uses column {missing!r}, which the Dataset does not have; " \
-                  f"its columns are {b.column_names}"
-            return SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()")
-        words = set(re.findall(r"\w+", str(expr)))
-        used = [f"{n}: {t}" for n, t in zip(b.schema.names, b.schema.types)
-                if n in words or (not n.isidentifier() and n in str(expr))]
-        types = f"column types {used or [f'{n}: {t}' for n, t in zip(b.schema.names, b.schema.types)]}"
-        if isinstance(err, pa.ArrowInvalid) and "overflow" in text:
-            msg = f"{label}: the arithmetic overflows its integer type ({types}); Arrow refuses rather than " \
-                  f"wrap, got {text!r}"
-            return BridgeValueError(msg, "cast the column to float or decimal first (e.g. with add_column or "
-                                         "map_batches), then filter on it")
-        if isinstance(err, pa.ArrowTypeError) and "must evaluate to bool" in text:
-            msg = f"{label}: the expression is not a condition ({types}); got {text!r}"
-            return BridgeTypeError(msg, 'compare it to get true/false, e.g. expr="x != 0" or "x is not None"')
-        if isinstance(err, pa.ArrowNotImplementedError) and "'bit_wise_and'" in text:
-            msg = f"{label}: an integer literal beyond int64 is compared with a column that is not an integer " \
-                  f"({types}); Arrow would compare them through float64, wrong near 2**63"
-            return BridgeTypeError(msg, "compare a float column with a float literal (e.g. 9.3e18), or cast the "
-                                        "column to an integer type first")
-        if isinstance(err, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
-            msg = f"{label}: the expression combines types Arrow has no operation for ({types}); got {text!r}"
-            return BridgeTypeError(msg, "compare a column with a literal of its own type (a string with 'a', a "
-                                        "number with 5), or cast it first with add_column / map_batches")
-        msg = f"{label}: Arrow could not evaluate the expression ({types}); got {text!r}"
-        return BridgeValueError(msg, "check the expression against ds.schema(), e.g. a division by a column "
-                                     "that holds zeros")
-
-    def run(blocks: Any, ctx: Any) -> Iterator[Block]:
-        for b in blocks:
-            try:
-                yield from inner([b], ctx)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as err:
-                raise refused(err, b) from err
-
-    return BlockTransform(run, label)
-
-
 def writable_batches(fn: Any) -> Any:
     """``fn`` (a function or a callable class) called with a NumPy batch whose arrays are writable.
 
@@ -373,7 +321,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             expr = parse_filter_expr(expr)
         if fn is None:
-            return self._map_like(partial(_expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
+            from bridge.ops.string_expr import expr_filter_transform
+
+            return self._map_like(partial(expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))

@@ -1,41 +1,64 @@
-"""``filter(expr="...")``: a Python-syntax string turned into a pyarrow compute expression.
+"""``filter(expr=...)``: a Python-syntax string (or a pyarrow expression) as a block filter.
 
 Ray Data accepts ``ds.filter(expr="id > 5 and label == 'cat'")``; the string is
-parsed with :mod:`ast` (never evaluated) and each node becomes the matching
-``pyarrow.compute`` expression, so the filter runs vectorised in Arrow.
+parsed with :mod:`ast` (never evaluated) into a small tree that is evaluated on
+each block with ``pyarrow.compute`` kernels, so the filter runs vectorised in
+Arrow, with the block's column types in hand.  That is what makes it exact
+where Arrow's expression engine is not: pyarrow 26 narrows a float literal to
+float32 and casts an int64 column to it, so ``pc.field("id") < 1e6`` fails on
+any id beyond 2**24, and any int column beyond 2**53 would be rounded.
 
 Supported: column names (or ``col("name with spaces")``), literals (numbers,
 strings, ``True`` / ``False`` / ``None``), comparisons ``== != < <= > >=``
 (chained too: ``1 < x < 5``), ``in`` / ``not in`` a tuple or list of literals,
-``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / %`` and
+``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / % **`` and
 unary minus, with Python's meaning (``/`` divides ints as floats, ``%`` takes the divisor's sign).
 Anything else raises ``BridgeValueError`` naming it.
 
-An integer literal beyond int64 (``x > 2**63``) compares exactly with an integer column (as a
-decimal literal: ``x > 9223372036854775808`` is false for every int64); against any other column it
-is refused when the block is filtered, as Arrow would compare it through float64.
+Comparisons between a number column and a number literal are exact, as in
+Python: an integer column against a float literal is compared with the
+integer the float bounds (``x < 2.5`` is ``x < 3``; ``x == 2.5`` holds for no
+int), an integer literal outside the column's type decides the comparison
+(``x > 2**63`` is false for every int64), and a float column against an integer
+literal no double holds is compared with the nearest double on the right side.
 
 Example:
     >>> import pyarrow as pa
-    >>> pa.table({"id": [1, 6, 7, 9]}).filter(parse_filter_expr("id > 5 and id not in (7, 8)"))["id"].to_pylist()
+    >>> t = pa.table({"id": [1, 6, 7, 9]})
+    >>> t.filter(parse_filter_expr("id > 5 and id not in (7, 8)").mask(t))["id"].to_pylist()
     [6, 9]
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
-from typing import Any
+import re
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge.errors import BridgeValueError
+from bridge.errors import BridgeTypeError, BridgeValueError, SchemaMismatchError
 
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-            ast.Gt: operator.gt, ast.GtE: operator.ge}
+if TYPE_CHECKING:
+    from bridge.execution.transform import BlockTransform
+
+_COMPARE = {ast.Eq: "equal", ast.NotEq: "not_equal", ast.Lt: "less", ast.LtE: "less_equal", ast.Gt: "greater",
+            ast.GtE: "greater_equal"}
+_PYTHON_COMPARE = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
+                   "greater": operator.gt, "greater_equal": operator.ge}
+#: ``lit OP x`` is ``x FLIPPED[OP] lit``
+_FLIPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater", "less_equal": "greater_equal",
+            "greater": "less", "greater_equal": "less_equal"}
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-          ast.Mod: operator.mod}
+          ast.Mod: operator.mod, ast.Pow: operator.pow}
+_ARITH_KERNEL = {ast.Add: "add_checked", ast.Sub: "subtract_checked", ast.Mult: "multiply_checked",
+                 ast.Pow: "power_checked"}
+
+Value = Any  # a pa.Array / pa.ChunkedArray (a column, or computed from one) or a Python literal
 
 
 def _fail(source: str, what: str, hint: str | None = None) -> BridgeValueError:
@@ -51,149 +74,349 @@ def _literal(node: ast.AST, source: str) -> Any:
         raise _fail(source, f"expected a literal value, got {ast.unparse(node)!r}") from err
 
 
-def _convert(node: ast.AST, source: str) -> Any:
-    if isinstance(node, ast.BoolOp):
-        parts = [_convert(v, source) for v in node.values]
-        out = parts[0]
-        for p in parts[1:]:
-            out = (out & p) if isinstance(node.op, ast.And) else (out | p)
-        return out
-    if isinstance(node, ast.UnaryOp):
-        if isinstance(node.op, ast.Not):
-            return ~_convert(node.operand, source)
-        if isinstance(node.op, ast.USub):
-            operand = _convert(node.operand, source)
-            return -operand if not isinstance(operand, pc.Expression) else pc.negate_checked(operand)
-        if isinstance(node.op, ast.UAdd):
-            return _convert(node.operand, source)
-    if isinstance(node, ast.Name):
-        return pc.field(node.id)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "col" \
-            and len(node.args) == 1 and not node.keywords:
-        return pc.field(_literal(node.args[0], source))
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.BinOp):
-        left, right = _convert(node.left, source), _convert(node.right, source)
-        if not isinstance(left, pc.Expression) and not isinstance(right, pc.Expression):
-            fn = _ARITH.get(type(node.op))
-            if fn is not None:
-                return fn(left, right)
-        for value in (left, right):
-            if _big_int(value) and type(node.op) in _ARITH:
-                raise _fail(source, f"the integer literal {value} is beyond int64, so Arrow cannot compute "
-                                    f"{ast.unparse(node)!r}", "compare the column with the literal directly "
-                                    "(x > 2**63 works), or cast the column to float or decimal first")
-        if isinstance(node.op, ast.Mod):
-            # Python's %: the sign of the divisor, for ints exactly (Arrow's ``modulo`` floors).
-            return pc.modulo_checked(_expr(left), _expr(right))
-        if isinstance(node.op, ast.Div):
-            # Python's true division: Arrow divides two ints as ints (7 / 2 == 3); as floats here.
-            return pc.divide_checked(pc.multiply(_expr(left), 1.0), _expr(right))
-        fn = _ARITH.get(type(node.op))
-        if fn is not None:
-            return fn(_expr(left), right)
-    if isinstance(node, ast.Compare):
-        terms = []
-        left = _convert(node.left, source)
-        for op, comparator in zip(node.ops, node.comparators):
-            terms.append(_compare(left, op, comparator, source))
-            left = _convert(comparator, source) if not isinstance(op, (ast.In, ast.NotIn, ast.Is, ast.IsNot)) \
-                else left
-        out = terms[0]
-        for t in terms[1:]:
-            out = out & t
-        return out
-    raise _fail(source, f"{type(node).__name__} ({ast.unparse(node)!r}) is not supported")
+def _is_array(value: Value) -> bool:
+    return isinstance(value, (pa.Array, pa.ChunkedArray))
 
 
-def _expr(value: Any) -> pc.Expression:
-    return value if isinstance(value, pc.Expression) else pc.scalar(value)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _big_int(value: Any) -> bool:
-    """An int literal that int64 cannot hold (Arrow would raise a raw OverflowError on it)."""
-    return isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63
+    """An int literal that int64 cannot hold."""
+    return _is_int(value) and not -2**63 <= value < 2**63
 
 
-def _big_literal(value: int, source: str) -> pc.Expression:
-    """``value`` as an exact decimal literal: Arrow compares an integer column with it exactly."""
-    import decimal
+# ----------------------------------------------------------------------------- the tree
+class _Node:
+    """One node of a parsed filter; ``eval(block)`` gives an array or a Python literal."""
 
-    digits = len(str(abs(value)))
-    if digits > 76:
-        raise _fail(source, f"the integer literal {value} has more than 76 digits, beyond any Arrow type",
-                    "write it as a float (e.g. 1e80)")
-    kind = pa.decimal128(digits, 0) if digits <= 38 else pa.decimal256(digits, 0)
-    return pc.scalar(pa.scalar(decimal.Decimal(value), kind))
+    def eval(self, block: pa.Table) -> Value:
+        raise NotImplementedError
 
 
-def _integer_guard(side: pc.Expression) -> pc.Expression:
-    """True (null where ``side`` is null) for an integer ``side``; fails on any other type.
+class _Lit(_Node):
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
-    ``bit_wise_and`` has kernels for integers only, so a float column compared with an int literal
-    beyond int64 fails (and is refused, see ``bridge.dataset._expr_filter_transform``) rather than
-    being compared through float64, which is wrong near 2**63.
-    """
-    return pc.equal(pc.bit_wise_and(side, side), side)
+    def eval(self, block: pa.Table) -> Value:
+        return self.value
 
 
-def _compare_big(left: Any, fn: Any, right: Any, source: str) -> Any:
-    """``left fn right`` where one side is an int literal beyond int64: exact for integer columns."""
-    if not isinstance(left, pc.Expression) and not isinstance(right, pc.Expression):
-        return fn(left, right)
-    side = left if isinstance(left, pc.Expression) else right
-    lhs = _big_literal(left, source) if _big_int(left) else _expr(left)
-    rhs = _big_literal(right, source) if _big_int(right) else _expr(right)
-    return fn(lhs, rhs) & _integer_guard(side)
+class _Col(_Node):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def eval(self, block: pa.Table) -> Value:
+        if self.name not in block.column_names:
+            raise _MissingColumn(self.name)
+        col = block.column(self.name)
+        if pa.types.is_dictionary(col.type):  # compared by value, as Arrow's expressions do
+            col = pc.cast(col, col.type.value_type)
+        return col
 
 
-def _isin(left: Any, values: list[Any], source: str) -> pc.Expression:
-    """``left in values``: ``isin`` for what Arrow holds, exact ``==`` for ints beyond int64."""
-    small = [v for v in values if not _big_int(v)]
-    big = [v for v in values if _big_int(v)]
-    test: Any = None
-    if small or not big:
-        try:
-            value_set = pa.array(small)
-        except (pa.ArrowException, OverflowError) as err:
-            kinds = sorted({type(v).__name__ for v in small})
-            raise _fail(source, f"the values of 'in' mix the types {kinds} ({tuple(small)!r}); "
-                                "a column holds one type", "write every value of 'in' with the column's type, "
-                                "e.g. s in ('a', '1')") from err
-        test = _expr(left).isin(value_set)
-    for v in big:
-        # like isin: never null (a null row is simply not in the values)
-        term = pc.coalesce(_compare_big(left, operator.eq, v, source), pc.scalar(False))
-        test = term if test is None else (test | term)
+class _MissingColumn(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+class _Bool(_Node):
+    """``and`` / ``or`` (Kleene: ``null and False`` is False) and ``not``."""
+
+    def __init__(self, kind: str, parts: list[_Node]) -> None:
+        self.kind, self.parts = kind, parts
+
+    def eval(self, block: pa.Table) -> Value:
+        values = [p.eval(block) for p in self.parts]
+        if self.kind == "not":
+            (v,) = values
+            return pc.invert(v) if _is_array(v) else not v
+        out = values[0]
+        for v in values[1:]:
+            if not _is_array(out) and not _is_array(v):
+                out = (out and v) if self.kind == "and" else (out or v)
+            else:
+                out = pc.and_kleene(out, v) if self.kind == "and" else pc.or_kleene(out, v)
+        return out
+
+
+class _Neg(_Node):
+    def __init__(self, operand: _Node) -> None:
+        self.operand = operand
+
+    def eval(self, block: pa.Table) -> Value:
+        v = self.operand.eval(block)
+        return pc.negate_checked(v) if _is_array(v) else -v
+
+
+class _Arith(_Node):
+    def __init__(self, op: type[ast.operator], left: _Node, right: _Node) -> None:
+        self.op, self.left, self.right = op, left, right
+
+    def eval(self, block: pa.Table) -> Value:
+        left, right = self.left.eval(block), self.right.eval(block)
+        if not _is_array(left) and not _is_array(right):
+            return _ARITH[self.op](left, right)
+        if self.op is ast.Div:  # Python's true division: Arrow divides two ints as ints (7 / 2 == 3)
+            return pc.divide_checked(_as_float(left), _as_float(right))
+        if self.op is ast.Mod:  # Python's %: the sign of the divisor, for ints exactly
+            return pc.call_function("modulo_checked", [_scalar(left), _scalar(right)])
+        return pc.call_function(_ARITH_KERNEL[self.op], [_scalar(left), _scalar(right)])
+
+
+def _as_float(value: Value) -> Value:
+    if _is_array(value):
+        return pc.cast(value, pa.float64()) if pa.types.is_integer(value.type) else value
+    return float(value) if _is_int(value) else value
+
+
+def _scalar(value: Value) -> Any:
+    return value if _is_array(value) else pa.scalar(value)
+
+
+class _Compare(_Node):
+    def __init__(self, kernel: str, left: _Node, right: _Node) -> None:
+        self.kernel, self.left, self.right = kernel, left, right
+
+    def eval(self, block: pa.Table) -> Value:
+        left, right = self.left.eval(block), self.right.eval(block)
+        if not _is_array(left) and not _is_array(right):
+            return _PYTHON_COMPARE[self.kernel](left, right)
+        if not _is_array(left):
+            return compare_exact(right, _FLIPPED[self.kernel], left)
+        return compare_exact(left, self.kernel, right)
+
+
+class _IsNull(_Node):
+    def __init__(self, operand: _Node, negate: bool) -> None:
+        self.operand, self.negate = operand, negate
+
+    def eval(self, block: pa.Table) -> Value:
+        v = self.operand.eval(block)
+        if not _is_array(v):
+            return (v is None) != self.negate
+        return pc.is_valid(v) if self.negate else pc.is_null(v)
+
+
+class _IsIn(_Node):
+    """``x in (...)``: never null (a null row is in the values only where they hold None)."""
+
+    def __init__(self, operand: _Node, values: list[Any], negate: bool) -> None:
+        self.operand, self.values, self.negate = operand, values, negate
+
+    def eval(self, block: pa.Table) -> Value:
+        v = self.operand.eval(block)
+        if not _is_array(v):
+            return (v in self.values) != self.negate
+        out = _isin(v, self.values)
+        return pc.invert(out) if self.negate else out
+
+
+def _isin(col: Value, values: list[Any]) -> Value:
+    present = [x for x in values if x is not None]
+    try:
+        value_set = pa.array(present, col.type) if present else pa.array([], col.type)
+        exact = value_set.to_pylist() == present and all(type(a) is type(b) for a, b in zip(value_set.to_pylist(),
+                                                                                            present))
+    except (pa.ArrowException, OverflowError, TypeError, ValueError):
+        exact = False
+    if exact:
+        test = pc.is_in(col, value_set=value_set, skip_nulls=True)
+    else:  # a literal the column's type does not hold as it is (2.5 in an int column, 2**64 ...): exact ==
+        test = _const(col, False)
+        for x in present:
+            test = pc.or_kleene(test, compare_exact(col, "equal", x))
+        test = pc.coalesce(test, False)
+    if None in values:
+        test = pc.or_(test, pc.is_null(col))
     return test
 
 
-def _compare(left: Any, op: ast.cmpop, comparator: ast.AST, source: str) -> Any:
+# ----------------------------------------------------------------------------- exact comparisons
+def compare_exact(col: Value, kernel: str, lit: Any) -> Value:
+    """``col <kernel> lit`` for an array ``col``: exact between numbers of any kind, as in Python."""
+    if not _is_array(lit) and lit is not None and not isinstance(lit, bool):
+        t = col.type
+        if pa.types.is_integer(t) and isinstance(lit, float):
+            return _int_vs_float(col, kernel, lit)
+        if pa.types.is_integer(t) and _is_int(lit):
+            return _int_vs_int(col, kernel, lit)
+        if pa.types.is_floating(t) and _is_int(lit):
+            if not _double_holds(lit):
+                return _float_vs_unheld_int(col, kernel, lit)
+            lit = float(lit)
+        elif pa.types.is_decimal(t) and _is_int(lit):  # Arrow widens an int64 literal past the column's precision
+            import decimal
+
+            digits = len(str(abs(lit)))
+            if digits > 76:
+                return _const(col, kernel in (("less", "less_equal", "not_equal") if lit > 0 else
+                                              ("greater", "greater_equal", "not_equal")))
+            lit = pa.scalar(decimal.Decimal(lit), pa.decimal128(digits, 0) if digits <= 38 else
+                            pa.decimal256(digits, 0))
+    return pc.call_function(kernel, [col, _scalar(lit)])
+
+
+def _double_holds(lit: int) -> bool:
+    try:
+        return float(lit) == lit
+    except OverflowError:
+        return False
+
+
+def _const(col: Value, value: bool) -> Value:
+    """``value`` on every row, null where ``col`` is null."""
+    return pc.if_else(pc.is_valid(col), value, pa.scalar(None, pa.bool_()))
+
+
+def _int_vs_int(col: Value, kernel: str, lit: int) -> Value:
+    t = col.type
+    lo, hi = (0, 2**t.bit_width - 1) if pa.types.is_unsigned_integer(t) else \
+        (-2**(t.bit_width - 1), 2**(t.bit_width - 1) - 1)
+    if lit > hi:  # every value is below the literal
+        return _const(col, kernel in ("less", "less_equal", "not_equal"))
+    if lit < lo:
+        return _const(col, kernel in ("greater", "greater_equal", "not_equal"))
+    return pc.call_function(kernel, [col, pa.scalar(lit, t)])
+
+
+def _int_vs_float(col: Value, kernel: str, lit: float) -> Value:
+    if math.isnan(lit):
+        return _const(col, kernel == "not_equal")
+    if math.isinf(lit):
+        below = lit > 0  # every int is below +inf
+        truth = {"less": below, "less_equal": below, "greater": not below, "greater_equal": not below,
+                 "equal": False, "not_equal": True}
+        return _const(col, truth[kernel])
+    floor, ceil = math.floor(lit), math.ceil(lit)
+    if floor == ceil:
+        return _int_vs_int(col, kernel, floor)
+    if kernel in ("equal", "not_equal"):  # no int equals 2.5
+        return _const(col, kernel == "not_equal")
+    # x < 2.5 is x < 3, x <= 2.5 is x <= 2, x > 2.5 is x > 2, x >= 2.5 is x >= 3
+    bound = ceil if kernel in ("less", "greater_equal") else floor
+    return _int_vs_int(col, kernel, bound)
+
+
+def _float_vs_unheld_int(col: Value, kernel: str, lit: int) -> Value:
+    """A float column against an int no double holds, exactly: no double equals it, and one lies just
+    below it (NaN compares false, as in Python)."""
+    if kernel in ("equal", "not_equal"):
+        return _const(col, kernel == "not_equal")
+    try:
+        below = float(lit)
+    except OverflowError:  # beyond every finite double: only an infinity is past it
+        inf = math.inf if lit > 0 else -math.inf
+        if kernel in ("less", "less_equal"):
+            return pc.less(col, inf) if lit > 0 else pc.equal(col, inf)
+        return pc.equal(col, inf) if lit > 0 else pc.greater(col, inf)
+    if below > lit:
+        below = math.nextafter(below, -math.inf)
+    # no double lies strictly between ``below`` and ``lit``: x < lit  <=>  x <= below
+    return pc.less_equal(col, below) if kernel in ("less", "less_equal") else pc.greater(col, below)
+
+
+# ----------------------------------------------------------------------------- parsing
+def _convert(node: ast.AST, source: str) -> _Node:
+    if isinstance(node, ast.BoolOp):
+        return _fold(_Bool("and" if isinstance(node.op, ast.And) else "or",
+                           [_convert(v, source) for v in node.values]), source)
+    if isinstance(node, ast.UnaryOp):
+        if isinstance(node.op, ast.Not):
+            return _fold(_Bool("not", [_convert(node.operand, source)]), source)
+        if isinstance(node.op, ast.USub):
+            return _fold(_Neg(_convert(node.operand, source)), source)
+        if isinstance(node.op, ast.UAdd):
+            return _convert(node.operand, source)
+    if isinstance(node, ast.Name):
+        return _Col(node.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "col" \
+            and len(node.args) == 1 and not node.keywords:
+        return _Col(_literal(node.args[0], source))
+    if isinstance(node, ast.Constant):
+        return _Lit(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        left, right = _convert(node.left, source), _convert(node.right, source)
+        for side in (left, right):
+            if isinstance(side, _Lit) and _big_int(side.value) and not (isinstance(left, _Lit)
+                                                                        and isinstance(right, _Lit)):
+                raise _fail(source, f"the integer literal {side.value} is beyond int64, so Arrow cannot compute "
+                                    f"{ast.unparse(node)!r}", "compare the column with the literal directly "
+                                    "(x > 2**63 works), or cast the column to float or decimal first")
+        return _fold(_Arith(type(node.op), left, right), source)
+    if isinstance(node, ast.Compare):
+        terms: list[_Node] = []
+        left = _convert(node.left, source)
+        for op, comparator in zip(node.ops, node.comparators):
+            terms.append(_compare(left, op, comparator, source))
+            if not isinstance(op, (ast.In, ast.NotIn, ast.Is, ast.IsNot)):
+                left = _convert(comparator, source)
+        return terms[0] if len(terms) == 1 else _fold(_Bool("and", terms), source)
+    raise _fail(source, f"{type(node).__name__} ({ast.unparse(node)!r}) is not supported")
+
+
+def _fold(node: _Node, source: str) -> _Node:
+    """A node over literals only, computed now (``-5``, ``2 * 3``, ``1 < 2``)."""
+    children = [getattr(node, a) for a in ("left", "right", "operand") if hasattr(node, a)]
+    children += getattr(node, "parts", [])
+    if not all(isinstance(c, _Lit) for c in children):
+        return node
+    try:
+        return _Lit(node.eval(pa.table({})))
+    except (ArithmeticError, TypeError) as err:
+        raise _fail(source, f"the literals cannot be computed ({type(err).__name__}: {err})") from err
+
+
+def _compare(left: _Node, op: ast.cmpop, comparator: ast.AST, source: str) -> _Node:
     if isinstance(op, (ast.Is, ast.IsNot)):
         if _literal(comparator, source) is not None:
             raise _fail(source, "'is' / 'is not' compare with None only")
-        test = _expr(left).is_null()
-        return test if isinstance(op, ast.Is) else ~test
+        return _fold(_IsNull(left, isinstance(op, ast.IsNot)), source)
     if isinstance(op, (ast.In, ast.NotIn)):
         values = _literal(comparator, source)
         if not isinstance(values, (list, tuple, set)):
             raise _fail(source, f"'in' needs a tuple or list of literals, got {ast.unparse(comparator)!r}")
-        test = _isin(left, list(values), source)
-        return test if isinstance(op, ast.In) else ~test
-    fn = _COMPARE.get(type(op))
-    if fn is None:
+        kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
+                 for v in values if v is not None}
+        if len(kinds) > 1:
+            raise _fail(source, f"the values of 'in' mix the types {sorted(kinds)} ({tuple(values)!r}); "
+                                "a column holds one type", "write every value of 'in' with the column's type, "
+                                "e.g. s in ('a', '1')")
+        return _fold(_IsIn(left, list(values), isinstance(op, ast.NotIn)), source)
+    kernel = _COMPARE.get(type(op))
+    if kernel is None:
         raise _fail(source, f"the operator {type(op).__name__} is not supported")
     right = _convert(comparator, source)
-    if right is None or left is None:
+    if any(isinstance(side, _Lit) and side.value is None for side in (left, right)):
         raise _fail(source, "comparing with None is always null; write 'x is None' or 'x is not None'")
-    if _big_int(left) or _big_int(right):
-        return _compare_big(left, fn, right, source)
-    return fn(_expr(left), right)
+    return _fold(_Compare(kernel, left, right), source)
 
 
-def parse_filter_expr(source: str) -> pc.Expression:
-    """The pyarrow expression for the filter string ``source`` (see the module docstring)."""
+class FilterExpr:
+    """A parsed filter string: ``mask(block)`` is the boolean array of the rows it keeps (null: dropped)."""
+
+    def __init__(self, source: str, root: _Node) -> None:
+        self.source, self._root = source, root
+
+    def __str__(self) -> str:
+        return self.source
+
+    def __repr__(self) -> str:
+        return f"FilterExpr({self.source!r})"
+
+    def mask(self, block: pa.Table) -> Value:
+        out = self._root.eval(block)
+        if not _is_array(out):  # a condition on literals alone after all (``x in ()``): every row or none
+            out = pa.repeat(bool(out), block.num_rows)
+        if not pa.types.is_boolean(out.type):
+            raise pa.ArrowTypeError(f"Filter expression must evaluate to bool, got {out.type}")
+        return out
+
+
+def parse_filter_expr(source: str) -> FilterExpr:
+    """The filter for the string ``source`` (see the module docstring)."""
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as err:
@@ -202,10 +425,67 @@ def parse_filter_expr(source: str) -> pc.Expression:
     if isinstance(body, ast.BinOp) or (isinstance(body, ast.UnaryOp) and isinstance(body.op, (ast.USub, ast.UAdd))):
         raise _fail(source, f"{ast.unparse(body)!r} is a number, not a condition",
                     f"compare it, e.g. expr='{ast.unparse(body)} > 0'")
-    out = _convert(body, source)
-    if not isinstance(out, pc.Expression):
+    root = _convert(body, source)
+    if isinstance(root, _Lit):
         raise _fail(source, "the expression does not use any column")
-    return out
+    return FilterExpr(source.strip(), root)
 
 
-__all__ = ["parse_filter_expr"]
+# ----------------------------------------------------------------------------- the block transform
+def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
+    """Arrow's error evaluating ``expr`` on block ``b`` -> ours, naming the expression and column types."""
+    text = str(err).split("\n")[0]
+    if isinstance(err, _MissingColumn) or (isinstance(err, pa.ArrowInvalid) and "No match for FieldRef" in text):
+        if isinstance(err, _MissingColumn):
+            missing = err.name
+        else:
+            found = re.search(r"FieldRef\.\w+\((.*?)\) in", text)
+            missing = found.group(1) if found else text
+        msg = f"{label}: the expression uses column {missing!r}, which the Dataset does not have; " \
+              f"its columns are {b.column_names}"
+        return SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()")
+    words = set(re.findall(r"\w+", str(expr)))
+    used = [f"{n}: {t}" for n, t in zip(b.schema.names, b.schema.types)
+            if n in words or (not n.isidentifier() and n in str(expr))]
+    types = f"column types {used or [f'{n}: {t}' for n, t in zip(b.schema.names, b.schema.types)]}"
+    if isinstance(err, pa.ArrowInvalid) and "overflow" in text:
+        msg = f"{label}: the arithmetic overflows its integer type ({types}); Arrow refuses rather than " \
+              f"wrap, got {text!r}"
+        return BridgeValueError(msg, "cast the column to float or decimal first (e.g. with add_column or "
+                                     "map_batches), then filter on it")
+    if isinstance(err, pa.ArrowInvalid) and re.match(r"Integer value -?\d+ not in range: -(16777216|9007199254740992)",
+                                                     text):
+        msg = f"{label}: Arrow's expression engine compares the integer column with the float literal as " \
+              f"float32 / float64 and a value of it has no exact float ({types}); got {text!r}"
+        return BridgeTypeError(msg, f"pass the filter as a string, which compares exactly (expr=\"{expr}\" with "
+                                    "pc.field('x') written as x), or write the literal as an int")
+    if isinstance(err, pa.ArrowTypeError) and "must evaluate to bool" in text:
+        msg = f"{label}: the expression is not a condition ({types}); got {text!r}"
+        return BridgeTypeError(msg, 'compare it to get true/false, e.g. expr="x != 0" or "x is not None"')
+    if isinstance(err, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
+        msg = f"{label}: the expression combines types Arrow has no operation for ({types}); got {text!r}"
+        return BridgeTypeError(msg, "compare a column with a literal of its own type (a string with 'a', a "
+                                    "number with 5), or cast it first with add_column / map_batches")
+    msg = f"{label}: Arrow could not evaluate the expression ({types}); got {text!r}"
+    return BridgeValueError(msg, "check the expression against ds.schema(), e.g. a division by a column "
+                                 "that holds zeros")
+
+
+def expr_filter_transform(expr: Any, label: str) -> BlockTransform:
+    """``filter(expr=...)`` (a :class:`FilterExpr` or a pyarrow expression) as a block transform; Arrow's
+    errors become ours, and a column the block lacks raises ``SchemaMismatchError``."""
+    from bridge.execution.transform import BlockTransform
+
+    keep: Callable[[pa.Table], Any] = expr.mask if isinstance(expr, FilterExpr) else (lambda b: expr)
+
+    def run(blocks: Any, ctx: Any) -> Iterator[pa.Table]:
+        for b in blocks:
+            try:
+                yield b.filter(keep(b))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _MissingColumn) as err:
+                raise _refused(err, b, label, expr) from err
+
+    return BlockTransform(run, label)
+
+
+__all__ = ["FilterExpr", "compare_exact", "expr_filter_transform", "parse_filter_expr"]
