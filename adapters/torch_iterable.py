@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bridge.iteration.options import BatchOptions
+from bridge.iteration.options import BatchOptions, check_seed
 from bridge.iteration.resumable import BatchIterator, check_state, new_seed
 
 from .worker_feed import WorkerFeed, worker_batches
@@ -94,6 +94,8 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
                  zero_copy: bool = False) -> None:
         from .torch_format import make_formatter
 
+        # Here, not in ``to_torch``: ``to_any("torch", seed=...)`` and the class itself come this way too.
+        seed = check_seed("to_torch", seed)
         self._ds = ds
         self.batch_size = batch_size
         self.drop_last = drop_last

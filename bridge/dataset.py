@@ -442,8 +442,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                                         'or a dict {"old": "new"} to rename only some')
         return dict(zip(old, new))
 
-    def limit(self, n: int) -> Dataset:
-        """The first ``n`` rows (a source that can read fewer rows is asked to).
+    def limit(self, limit: int) -> Dataset:
+        """The first ``limit`` rows (a source that can read fewer rows is asked to).
 
         Example:
             >>> import bridge
@@ -452,7 +452,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         from bridge.iteration.options import check_rows
 
-        n = check_rows("limit", "n", n, hint="pass a row count such as limit(100)")
+        n = check_rows("limit", "limit", limit, hint="pass a row count such as limit(100)")
         return self._with(Limit([self._plan], n))
 
     def union(self, *others: Dataset) -> Dataset:
@@ -680,8 +680,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             raise BridgeValueError(msg, f"raise the limit, or take the first rows with ds.limit({limit}).to_pandas()")
         return block_to_pandas(table, schema_attr=True)
 
-    def take(self, n: int = 20) -> list[dict[str, Any]]:
-        """The first ``n`` rows as dicts.
+    def take(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The first ``limit`` rows as dicts.
 
         Example:
             >>> import bridge
@@ -690,7 +690,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         from bridge.iteration.options import check_rows
 
-        n = check_rows("take", "n", n, hint="pass a row count such as take(20)")
+        n = check_rows("take", "limit", limit, hint="pass a row count such as take(20)")
         out: list[dict[str, Any]] = []
         for row in self.limit(n).iter_rows():
             out.append(row)

@@ -255,10 +255,6 @@ class IngestMethods(DatasetMixin):
             >>> len(tds)
             2
         """
-        from bridge.iteration.options import check_seed
-
-        if "seed" in options:
-            options["seed"] = check_seed("to_torch", options["seed"])
         return self._ds.to_any("torch", batch_size=batch_size, **options)
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,

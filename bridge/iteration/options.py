@@ -12,6 +12,8 @@ taking a row count (``take``, ``limit``, ``take_batch``, ``map_batches(batch_siz
 seed (``random_shuffle``, ``random_sample``, ``randomize_block_order``, ``train_test_split``,
 ``iter_batches(local_shuffle_seed=)``, ``to_torch(seed=)``) runs at the call: a string or a
 float failed later with Python's bare ``TypeError`` / ``ValueError``, or inside a Ray task.
+The torch iterable checks its ``seed`` where it is built (``raybridge_adapters.torch_iterable``),
+so ``to_any("torch", seed=...)`` and the class made directly are checked as ``to_torch`` is.
 """
 
 from __future__ import annotations

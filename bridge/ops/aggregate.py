@@ -266,6 +266,10 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
                 elif pa.types.is_decimal128(t):
                     values = values.cast(_wide_decimal(t))  # Arrow's decimal128 sum wraps past 38 digits
                 block = block.append_column(_float_input(kind, col), values)
+                if kind is Mean and pa.types.is_decimal256(t) \
+                        and block.schema.get_field_index(_float_input(Sum, col)) < 0:
+                    # A decimal256 sum wraps past 2**255: its float64 sum tells (see Mean.finish).
+                    block = block.append_column(_float_input(Sum, col), values.cast(pa.float64(), safe=False))
     for col in {a.on for a in aggs if type(a) is Sum and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and block.schema.get_field_index(_exact_input(col)) < 0:
@@ -289,6 +293,25 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
 def _wide_decimal(t: pa.DataType) -> pa.DataType:
     """The type a decimal column is summed in: decimal256 of its scale, the widest precision (76)."""
     return pa.decimal256(76, t.scale)
+
+
+def _wrapped_groups(total: pa.Array, approx: pa.Array | None, near: float) -> list[int]:
+    """The groups whose decimal256 sum ``total`` wrapped past 2**255, told by ``approx``, their float64 sum.
+
+    Arrow's decimal256 sum wraps without a word (modulo 2**256: a partial sum may pass the range and come
+    back); a wrapped total is at least 2**255 (in units of its scale) away from the true one, which the float
+    sum is within a hair of.  Only groups whose float sum reaches ``near`` (a magnitude in the column's units,
+    below any that can wrap) are compared exactly.
+    """
+    if approx is None or not pa.types.is_decimal(total.type):
+        return []
+    floats = np.nan_to_num(approx.to_numpy(zero_copy_only=False).astype(np.float64), nan=0.0)
+    bad = []
+    for r in np.flatnonzero(np.abs(floats) >= near):
+        exact = total[int(r)].as_py()
+        if exact is None or abs(float(exact) - floats[r]) > 1e-6 * abs(floats[r]):
+            bad.append(int(r))
+    return bad
 
 
 def _exact_input(col: str) -> str:
@@ -459,14 +482,15 @@ class Sum(_Builtin):
         source = self.input_type
         narrow = source is None or pa.types.is_decimal128(source)
         limit = decimal.Decimal(10) ** ((38 if narrow else 76) - scale)
-        bad: list[int] = []
-        if not narrow and approx is not None:
-            # Past 2**255 the decimal256 sum wraps: check the groups whose float64 sum is near the limit exactly.
+        # Past 2**255 the decimal256 sum wraps: check the groups whose float64 sum is near the limit exactly.
+        # Whatever the schema said (``input_type`` is the first block's type; later blocks may hold decimal256
+        # values of a column typed decimal128 there), the wrap is checked: a wrapped sum may fit decimal128.
+        near = 0.5 * float(limit)
+        bad = wrapped = _wrapped_groups(total, approx, near)
+        if not bad and approx is not None:
+            # A sum past the precision of its type (a decimal256 cast to itself is not checked): refused too.
             floats = np.nan_to_num(approx.to_numpy(zero_copy_only=False).astype(np.float64), nan=0.0)
-            for r in np.flatnonzero(np.abs(floats) >= 0.5 * float(limit)):
-                exact = total[int(r)].as_py()
-                if exact is None or abs(exact) >= limit or abs(float(exact) - floats[r]) > 1e-6 * abs(floats[r]):
-                    bad.append(int(r))
+            bad = [int(r) for r in np.flatnonzero(np.abs(floats) >= near) if abs(total[int(r)].as_py() or 0) >= limit]
         target = pa.decimal128(38, scale) if narrow else pa.decimal256(76, scale)
         if not bad:
             try:
@@ -479,7 +503,7 @@ class Sum(_Builtin):
                f"{'128' if narrow else '256'} of its scale; Arrow's decimal sum would wrap it")
         hint = (f"cast {col!r} to pa.decimal256(76, {scale}) first (sums up to 76 digits), e.g. "
                 f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.decimal256(76, {scale})), "
-                f"batch_format='pyarrow')" if narrow else
+                f"batch_format='pyarrow')" if narrow and not wrapped else
                 f"sum it as floats (approximate) or at a smaller scale: cast {col!r} first, e.g. "
                 f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.float64()), batch_format='pyarrow')")
         raise BridgeValueError(msg, hint)
@@ -543,16 +567,46 @@ class Mean(_Builtin):
 
     def map_specs(self) -> list[Spec]:
         assert self.on is not None
-        return [(_float_input(Mean, self.on), "sum", self._opts()), (self.on, "count", pc.CountOptions("only_valid"))]
+        # A decimal256 column's sum again in float64 (Arrow's decimal256 sum wraps past 2**255 without a word);
+        # a block of another type has none (its sum cannot wrap): its exact sum stands in (OPTIONAL_INPUT).
+        return [(_float_input(Mean, self.on), "sum", self._opts()), (self.on, "count", pc.CountOptions("only_valid")),
+                (_float_input(Sum, self.on), "sum", self._opts())]
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
-        return [("sum", self._opts()), ("sum", None)]
+        return [("sum", self._opts()), ("sum", None), ("sum", self._opts())]
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
-        total, count = merged
+        total, count, approx = merged
         assert total is not None and count is not None
+        if pa.types.is_decimal(total.type):
+            # Any group whose sum may pass 2**255 (in units of the scale) is checked; rounding is far below.
+            wrapped = _wrapped_groups(total, approx, 0.25 * 2.0**255 / 10.0**total.type.scale)
+            if wrapped:
+                from bridge.errors import BridgeValueError
+
+                assert approx is not None
+                about = float(approx[wrapped[0]].as_py())
+                col = self.on
+                msg = (f"mean({col}): the sum of column {col!r} ({self.input_type or total.type}) in "
+                       f"{len(wrapped)} group(s) is beyond decimal256 (about {about:.6g}); Arrow's decimal sum "
+                       f"wrapped it, and the mean would be wrong")
+                raise BridgeValueError(msg, f"take the mean as floats (approximate): cast {col!r} first, e.g. "
+                                            f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.float64()), "
+                                            f"batch_format='pyarrow')")
+            return _decimal_means(total, count)
         mean = pc.divide(pc.cast(total, pa.float64()), pc.cast(count, pa.float64()))
         return pc.if_else(pc.greater(count, 0), mean, pa.scalar(None, pa.float64()))
+
+
+def _decimal_means(total: pa.Array, count: pa.Array) -> pa.Array:
+    """Exact decimal sums over counts, each rounded once to float64 (the float64 of a sum past 2**53 divided
+    in float64 rounded twice: the mean of six values 9 * 10**75 came out 8.999999999999999e+75)."""
+    import decimal
+
+    with decimal.localcontext() as ctx:
+        ctx.prec = 100  # beyond any decimal256 sum (78 digits): the quotient is exact to far below a float's ulp
+        means = [float(t / c) if t is not None and c else None for t, c in zip(total.to_pylist(), count.to_pylist())]
+    return pa.array(means, pa.float64())
 
 
 class Std(_Builtin):
