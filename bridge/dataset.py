@@ -302,7 +302,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         ``expr`` may also be a string in Python syntax, as in Ray Data: comparisons,
         ``and`` / ``or`` / ``not``, ``in (...)``, ``is None``, arithmetic (see
-        ``bridge/ops/string_expr.py``).
+        ``bridge/ops/string_expr.py``; numbers of two kinds compare exactly).  Where
+        the schema is known without running anything (materialized data, Parquet),
+        an expression that cannot hold on it (a missing column, a string compared
+        with a number, no condition) raises here, at the call.
 
         Example:
             >>> import bridge, pyarrow.compute as pc
@@ -322,7 +325,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             expr = parse_filter_expr(expr)
         if fn is None:
             from bridge.ops.string_expr import expr_filter_transform
+            from bridge.plan.schema import known_schema
 
+            schema = known_schema(self._plan)  # never runs anything
+            if schema is not None:  # a missing column, a type mismatch, a non-condition: raised at the call
+                list(expr_filter_transform(expr, f"Filter({expr})")([schema.empty_table()], None))
             return self._map_like(partial(expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"

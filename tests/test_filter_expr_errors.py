@@ -165,3 +165,23 @@ def test_pyarrow_expression_with_a_float_literal_gets_a_hint():
 def test_literal_arithmetic_errors_at_the_call():
     with pytest.raises(BridgeValueError, match="ZeroDivisionError"):
         bridge.range(3).filter(expr="id > 1 / 0")
+
+
+@pytest.mark.parametrize(("expr", "kind", "words"), [
+    ("y > 1", "SchemaMismatchError", "column 'y'"),
+    ("x", "BridgeTypeError", "not a condition"),
+    ("s > 1", "BridgeTypeError", "s: string"),
+])
+def test_expression_that_cannot_hold_on_a_known_schema_raises_at_the_call(expr, kind, words):
+    """Materialized data knows its schema: the error comes from filter(), not from a task at count()."""
+    ds = bridge.from_arrow(F1)
+    with pytest.raises(BridgeError) as info:
+        ds.filter(expr=expr)  # nothing consumed
+    assert type(info.value).__name__ == kind and words in str(info.value) and "Hint:" in str(info.value)
+
+
+def test_unknown_schema_still_raises_when_run():
+    ds = bridge.range(3).map_batches(lambda b: {"x": b["id"]})  # schema unknown until it runs
+    lazy = ds.filter(expr="y > 1")
+    with pytest.raises(BridgeError, match="column 'y'"):
+        lazy.count()
