@@ -329,7 +329,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             schema = known_schema(self._plan)  # never runs anything
             if schema is not None:  # a missing column, a type mismatch, a non-condition: raised at the call
-                list(expr_filter_transform(expr, f"Filter({expr})")([schema.empty_table()], None))
+                from bridge.execution.transform import TaskContext
+
+                list(expr_filter_transform(expr, f"Filter({expr})")([schema.empty_table()], TaskContext(0)))
             return self._map_like(partial(expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"
