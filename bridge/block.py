@@ -136,6 +136,34 @@ def rounds_on_promotion(a: pa.DataType, b: pa.DataType) -> bool:
     return False
 
 
+def widens_exactly(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether every value of type ``a`` is a value of type ``b`` (so a cast never fails or changes one):
+    null to anything, ints and floats to wider ones of their kind (an unsigned int to a wider signed one),
+    string / binary / list to their large kinds, a decimal to one with as many digits on both sides of
+    the point, and lists and structs of such types."""
+    if a.equals(b) or pa.types.is_null(a):
+        return True
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        if pa.types.is_signed_integer(a) == pa.types.is_signed_integer(b):
+            return b.bit_width >= a.bit_width
+        return pa.types.is_unsigned_integer(a) and b.bit_width > a.bit_width
+    if pa.types.is_floating(a) and pa.types.is_floating(b):
+        return b.bit_width >= a.bit_width
+    if (pa.types.is_string(a) and pa.types.is_large_string(b)) or (pa.types.is_binary(a)
+                                                                    and pa.types.is_large_binary(b)):
+        return True
+    if pa.types.is_decimal(a) and pa.types.is_decimal(b):
+        return b.scale >= a.scale and b.precision - b.scale >= a.precision - a.scale
+    if (pa.types.is_list(a) or pa.types.is_large_list(a)) and (pa.types.is_list(b) or pa.types.is_large_list(b)):
+        return (pa.types.is_large_list(b) or not pa.types.is_large_list(a)) \
+            and widens_exactly(a.value_type, b.value_type)
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        names = [a.field(i).name for i in range(a.num_fields)]
+        return names == [b.field(i).name for i in range(b.num_fields)] and all(
+            widens_exactly(a.field(i).type, b.field(i).type) for i in range(a.num_fields))
+    return False
+
+
 def _list_kind(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 

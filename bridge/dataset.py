@@ -543,15 +543,20 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """Run the plan once and hold the blocks in the object store.
 
         Transforms applied to the result start from these blocks, so they run per
-        epoch while everything before runs once.
+        epoch while everything before runs once.  Blocks a function gave in types
+        that widen exactly to one (int32 and int64, a column of None and strings)
+        are held in that one type, the one ``schema()`` reports; others (int64
+        here, float64 there) stay as they came, as in Ray Data.
 
         Example:
             >>> import bridge
             >>> bridge.range(10, override_num_blocks=2).map_batches(lambda b: {"x": b["id"] * 2}).materialize()
             MaterializedDataset(num_blocks=2, num_rows=10, schema=x: int64)
         """
+        from bridge.constructors.memory import one_schema_where_exact
+
         bundles, stats = self._execute()
-        collected = [b for b in bundles]
+        collected = one_schema_where_exact([b for b in bundles], "materialize")
         return MaterializedDataset(InputData([], collected, "Materialized", lineage=self._plan), stats)
 
     def stats(self) -> str:

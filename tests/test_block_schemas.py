@@ -6,7 +6,8 @@ int64 by the block they were cut from, and Dask's meta disagreed with its partit
 Dask partitions of Python decimals gave decimal(3, 2) in one block and decimal(21, 20)
 in the next.  Now the constructors cast the odd blocks (safely) to the promotion of
 them all, ``schema()`` of a materialized Dataset is that promotion (as Ray Data's is),
-and types no one type holds are refused with the column named.
+and types no one type holds are refused with the column named.  ``materialize()`` of a
+function's output holds each column in one type where the block's type widens exactly.
 """
 
 from __future__ import annotations
@@ -118,3 +119,50 @@ def test_repr_of_blocks_no_one_type_holds_does_not_raise_and_schema_names_the_co
     assert "no one type holds" in repr(ds)
     with pytest.raises(SchemaMismatchError, match="'x' is int64 in one block and string"):
         ds.schema()
+
+
+# ---------------------------------------------------------------- materialize(): a function's per-block types
+def _per_block(batch: dict) -> dict:
+    """int32 / a column of None / int64 in the first block; int64 / strings / float64 in the second."""
+    first = batch["id"][0] == 0
+    ids = batch["id"]
+    return {"i": ids.astype(np.int32 if first else np.int64),
+            "s": np.array([None] * len(ids), dtype=object) if first else ids.astype(str),
+            "x": ids * 2**40 if first else ids.astype(np.float64) / 2}
+
+
+def test_materialize_holds_exact_widenings_in_one_type():
+    ds = bridge.range(4, override_num_blocks=2).map_batches(_per_block).materialize()
+    blocks = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert [b.schema.field("i").type for b in blocks] == [pa.int64(), pa.int64()]
+    assert [b.schema.field("s").type for b in blocks] == [pa.string(), pa.string()]
+    # int64 -> float64 is no exact widening (2**41 * k beyond 2**53 would round): left as it came
+    assert [b.schema.field("x").type for b in blocks] == [pa.int64(), pa.float64()]
+    assert ds.take_all() == [{"i": 0, "s": None, "x": 0}, {"i": 1, "s": None, "x": 2**40},
+                             {"i": 2, "s": "2", "x": 1.0}, {"i": 3, "s": "3", "x": 1.5}]
+    assert ds.schema().field("i").type == pa.int64()
+
+
+def test_materialize_unifies_the_other_columns_beside_one_no_type_holds():
+    def f(batch: dict) -> dict:
+        first = batch["id"][0] == 0
+        return {"k": batch["id"] if first else batch["id"].astype(str),
+                "v": batch["id"].astype(np.float32 if first else np.float64)}
+
+    ds = bridge.range(4, override_num_blocks=2).map_batches(f).materialize()
+    blocks = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert [b.schema.field("v").type for b in blocks] == [pa.float64(), pa.float64()]
+    assert [b.schema.field("k").type for b in blocks] == [pa.int64(), pa.string()]
+    assert [r["k"] for r in ds.take_all()] == [0, 1, "2", "3"]
+
+
+def test_materialize_keeps_field_metadata():
+    def f(table: pa.Table) -> pa.Table:
+        first = table["id"][0].as_py() == 0
+        col = pa.array(table["id"].to_pylist(), pa.int16() if first else pa.int32())
+        return pa.table({"n": col}).cast(pa.schema([pa.field("n", col.type, metadata={"unit": "m"})]))
+
+    ds = bridge.range(4, override_num_blocks=2).map_batches(f, batch_format="pyarrow").materialize()
+    blocks = list(ds.iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert [b.schema.field("n").type for b in blocks] == [pa.int32(), pa.int32()]
+    assert [b.schema.field("n").metadata for b in blocks] == [{b"unit": b"m"}] * 2

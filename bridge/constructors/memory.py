@@ -53,7 +53,68 @@ def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
         return bundles
     target = blocks_schema(metas, name)
     assert target is not None
-    names = set(target.names)
+    return _cast_to(bundles, target, name)
+
+
+def one_schema_where_exact(bundles: list[RefBundle], name: str) -> list[RefBundle]:
+    """``materialize()``'s blocks in one type per column where that changes no value by its type alone.
+
+    A function's output may differ in type by block (int32 here and int64 there, a column all None in
+    one batch and strings in the next): each block's column is cast to the type ``schema()`` reports
+    for it where the block's type widens exactly to that (:func:`bridge.block.widens_exactly`), so
+    later batches do not change dtype with their block.  A column whose types no one type holds, or
+    that only a checked cast would take there (int64 to float64), is left as it came, as Ray Data
+    leaves it.  Costs one schema comparison per block when they agree.
+    """
+    from bridge.block import widens_exactly
+    from bridge.errors import SchemaMismatchError
+    from bridge.plan.schema import blocks_schema
+
+    metas = [m for b in bundles for m in b.metas]
+    first = next((m.schema for m in metas if m.schema is not None), None)
+    if first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas):
+        return bundles
+    try:
+        shared = blocks_schema(metas, name)
+    except SchemaMismatchError:  # a column no one type holds: the others still can be one type
+        shared = _column_types(metas)
+    assert shared is not None
+
+    def target(schema: pa.Schema) -> pa.Schema:
+        fields = []
+        for f in schema:
+            to = shared.field(f.name) if f.name in shared.names else None
+            fields.append(to.with_metadata(f.metadata) if to is not None and widens_exactly(f.type, to.type)
+                          else f)
+        return pa.schema(fields, metadata=schema.metadata)
+
+    return _cast_to(bundles, target, name)
+
+
+def _column_types(metas: list[BlockMetadata]) -> pa.Schema:
+    """Per column the promotion of its types where they have one (a column whose types have none keeps
+    the first block's type, which only its own blocks widen to)."""
+    from bridge.errors import SchemaMismatchError
+    from bridge.plan.schema import unified_schema
+
+    fields: dict[str, pa.Field] = {}
+    seen: dict[str, list[pa.Field]] = {}
+    for m in metas:
+        if m.schema is not None and m.num_rows:
+            for f in m.schema:
+                seen.setdefault(f.name, []).append(f)
+    for col, found in seen.items():
+        try:
+            fields[col] = unified_schema([pa.schema([f]) for f in found], "materialize").field(col)
+        except SchemaMismatchError:
+            fields[col] = found[0]
+    return pa.schema(list(fields.values()))
+
+
+def _cast_to(bundles: list[RefBundle], target: pa.Schema | Callable[[pa.Schema], pa.Schema],
+             name: str) -> list[RefBundle]:
+    """Each block whose schema differs from ``target`` (one schema of the same columns, or a block's
+    schema -> its target) cast to it, in a task."""
     out: list[RefBundle] = []
     pending: list[tuple[int, int, ray.ObjectRef]] = []
     index = -1
@@ -62,13 +123,16 @@ def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
         for j, (ref, meta) in enumerate(zip(refs, bmetas)):
             index += 1
             s = meta.schema
-            if s is None or s.equals(target) or set(s.names) != names or len(s.names) != len(names):
+            if s is None:
+                continue
+            mine = target(s) if callable(target) else target
+            if s.equals(mine) or set(s.names) != set(mine.names) or len(s.names) != len(mine.names):
                 continue
             if not meta.num_rows:
-                empty = target.empty_table().replace_schema_metadata(s.metadata)
+                empty = mine.empty_table().replace_schema_metadata(s.metadata)
                 refs[j], bmetas[j] = ray.put(empty), BlockMetadata.of(empty)
                 continue
-            block, new_meta = _cast_block.remote(ref, target, name, index)
+            block, new_meta = _cast_block.remote(ref, mine, name, index)
             refs[j] = block
             pending.append((len(out), j, new_meta))
         out.append(RefBundle(refs, bmetas))
