@@ -22,8 +22,11 @@ directory as it was.
 
 ``mode="overwrite"`` replaces the earlier output, which is every file a read
 of the directory would take for this format's data (any depth, any writer:
-Spark's ``part-*.snappy.parquet``, another ``filename_prefix``); files of other
-kinds are kept.
+Spark's ``part-*.snappy.parquet``, another ``filename_prefix``) and, for
+Parquet, the summary files that describe it (:data:`SUMMARY_FILES`, as
+``pq.write_metadata``, Dask and Spark leave them); files of other kinds are
+kept.  A Parquet write that adds files to a directory (``mode="append"``)
+removes its ``_metadata`` (see :func:`remove_stale_summaries`).
 """
 
 from __future__ import annotations
@@ -534,8 +537,9 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
     ``_SUCCESS``).  ``"error"`` fails and ``"ignore"`` skips the write when the
     directory holds data, so an empty directory (or one holding only hidden
     files) is written to.  ``"overwrite"`` removes the earlier output
-    (:func:`earlier_output`), appended files and ``k=v`` subdirectories' included;
-    ``"append"`` never touches a file (its names are new).
+    (:func:`earlier_output`), appended files, ``k=v`` subdirectories' and Parquet
+    summary files included; ``"append"`` never replaces a file (its names are new;
+    a stale Parquet ``_metadata`` is removed afterwards, :func:`remove_stale_summaries`).
     """
     if mode not in MODES:
         msg = f"write_{fmt}(mode=...) must be one of {MODES}; got {mode!r}"
@@ -570,7 +574,9 @@ def earlier_output(fs: pafs.FileSystem, directory: str, fmt: str, prefix: str, e
                    keep: Iterable[str] = ()) -> list[str]:
     """The files ``mode="overwrite"`` replaces: under ``directory`` at any depth (a read of it is
     recursive), not hidden, named as this write names files or ending as the format's data files do
-    (``part-00000-<uuid>.snappy.parquet`` from Spark, another ``filename_prefix``), except ``keep``.
+    (``part-00000-<uuid>.snappy.parquet`` from Spark, another ``filename_prefix``), except ``keep``;
+    for Parquet also the summary files (:data:`SUMMARY_FILES`) at any depth, which describe the files
+    replaced (a ``_common_metadata`` of the new layout is written after this, by the write).
 
     Only this prefix's names were once removed, and a read after the overwrite gave the new rows with
     the stale ones of any other writer.  Other files (a README, code) are kept, unlike Ray Data's
@@ -579,6 +585,52 @@ def earlier_output(fs: pafs.FileSystem, directory: str, fmt: str, prefix: str, e
     ours = re.compile(rf"{re.escape(prefix)}-(?:{_WRITE_ID}-)?\d{{5}}\.{re.escape(ext)}$")
     endings = tuple("." + e for e in _DATA_ENDINGS.get(fmt, (ext,)))
     kept = set(keep)
-    return [e.path for e in data_files(fs, directory)
-            if e.path not in kept and (ours.match(posixpath.basename(e.path))
-                                       or posixpath.basename(e.path).lower().endswith(endings))]
+    found = [e.path for e in data_files(fs, directory)
+             if e.path not in kept and (ours.match(posixpath.basename(e.path))
+                                        or posixpath.basename(e.path).lower().endswith(endings))]
+    if fmt == "parquet":
+        found += [p for p in summary_files(fs, directory, SUMMARY_FILES) if p not in kept]
+    return found
+
+
+#: Parquet summary files that other writers leave beside the data (``pyarrow.parquet.write_metadata``,
+#: Dask's ``write_metadata_file``, Spark / parquet-mr with ``parquet.summary.metadata.level``):
+#: ``_metadata`` holds the footers (row groups, offsets) of the files it names, ``_common_metadata``
+#: the schema.  Readers of a directory skip them as data; Dask, ``pyarrow.dataset.parquet_dataset``
+#: and others read ``_metadata`` *instead of* the files' footers when it is there.
+SUMMARY_FILES = ("_metadata", "_common_metadata")
+
+
+def summary_files(fs: pafs.FileSystem, directory: str, names: Iterable[str]) -> list[str]:
+    """The files under ``directory`` (any depth, outside hidden directories) named one of ``names``."""
+    wanted = set(names)
+    root = directory.rstrip("/")
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+    except OSError:
+        return []
+    out = []
+    for info in infos:
+        if info.type != pafs.FileType.File or info.base_name not in wanted:
+            continue
+        rel = info.path[len(root):].lstrip("/") if info.path.startswith(root) else info.base_name
+        if not any(part.startswith(".") for part in rel.split("/")[:-1]):
+            out.append(info.path)
+    return sorted(out)
+
+
+def remove_stale_summaries(fs: pafs.FileSystem, directory: str) -> None:
+    """Remove every ``_metadata`` under ``directory`` after a Parquet write added files to it.
+
+    A ``_metadata`` lists the row groups of the files there when it was written; once files are
+    added it lists some of them only, and readers that take it instead of listing the directory
+    (Dask, ``pyarrow.dataset.parquet_dataset``) silently miss the new rows.  We do not maintain one
+    (no write of ours creates it): it is removed, so every reader lists the files, as parquet-mr
+    removes summary files it cannot bring up to date.  ``_common_metadata`` (the schema only, still
+    true of files of that schema) is kept; the partitioned layout's own is checked by the write.
+    """
+    for path in summary_files(fs, directory, ("_metadata",)):
+        try:
+            fs.delete_file(path)
+        except FileNotFoundError:
+            pass

@@ -35,11 +35,17 @@ class JSONFormat(FileFormat):
     hint = "read_json expects JSON lines: one object per line, e.g. {\"a\": 1}"
 
     def read(self, fs: pafs.FileSystem, path: str, columns: list[str] | None) -> Iterator[pa.Table]:
-        table = self._parse(fs, path)
+        with fs.open_input_stream(path) as f:
+            data = f.read()
+        table = self._parse(data, path)
         if self.schema is not None:
             from bridge.io.typed_text import apply_schema
 
-            table = apply_schema(table, self.schema, path, "JSON", columns)
+            try:
+                table = apply_schema(table, self.schema, path, "JSON", columns)
+            except FileReadError:
+                _raise_decimal_misfit(data, path, self.schema)  # a decimal too wide for its type: say which
+                raise
         if columns is not None:
             table = table.select([c for c in columns if c in table.column_names])
         yield table
@@ -55,9 +61,7 @@ class JSONFormat(FileFormat):
         options.explicit_schema = explicit
         return options
 
-    def _parse(self, fs: pafs.FileSystem, path: str) -> pa.Table:
-        with fs.open_input_stream(path) as f:
-            data = f.read()
+    def _parse(self, data: bytes, path: str) -> pa.Table:
         if not data.strip():
             # An empty file is what write_json leaves for a Dataset without rows: no rows, and
             # no columns unless parse_options gives an explicit_schema.
@@ -67,13 +71,20 @@ class JSONFormat(FileFormat):
         if self.lines is True and is_array:
             msg = f"read_json(lines=True): {path!r} holds a JSON array, not one object per line"
             raise FileReadError(msg, "pass lines=False (or leave lines unset) to read a file holding one document")
-        if self.lines is False:
-            return _document_table(data, path)
-        if is_array:
-            return _rows_table(json.loads(data), path)
+        if self.lines is False or is_array:
+            return _document_table(data, path, self.schema, lines=self.lines)
         parse_options = self._parse_options()
-        table = self._read_lines(data, parse_options)
-        return _exact_integers(table, data, path, getattr(parse_options, "explicit_schema", None))
+        explicit = getattr(parse_options, "explicit_schema", None)
+        try:
+            table = self._read_lines(data, parse_options)
+        except pa.ArrowInvalid:
+            # pyarrow.json refuses a decimal literal with more digits than its type holds, naming neither
+            # the column nor the row: find them (one more pass over the text, only on this error path).
+            _raise_decimal_misfit(data, path, self.schema if self.schema is not None else explicit)
+            raise
+        if self.schema is None:
+            _check_decimals(table, data, path, explicit)  # parse_options' own explicit_schema
+        return _exact_integers(table, data, path, explicit)
 
     def _read_lines(self, data: bytes, parse_options: Any) -> pa.Table:
         kwargs = {}
@@ -124,10 +135,51 @@ def _exact_integers(table: pa.Table, data: bytes, path: str, explicit: pa.Schema
     return table
 
 
-def _json_objects(data: bytes) -> list[Any]:
+def _check_decimals(table: pa.Table, data: bytes, path: str, explicit: pa.Schema | None) -> None:
+    """Refuse a decimal that ``pyarrow.json`` read with more digits than its type holds, where
+    ``parse_options.explicit_schema`` types it (``schema=`` reads decimals through a wider type and a
+    safe cast instead, see :func:`bridge.io.typed_text.json_parse_type`).
+
+    pyarrow checks a literal's own digits, not those it has at the type's scale: ``1234.5`` read as
+    ``decimal128(5, 2)`` gave ``1234.50``, six digits, which no ``decimal128(5, 2)`` holds (Arrow's full
+    validation finds them, in the columns holding decimals only)."""
+    from bridge.io.typed_text import has_decimal
+
+    for field in explicit or ():
+        if not has_decimal(field.type) or field.name not in table.column_names:
+            continue
+        try:
+            table.column(field.name).validate(full=True)
+        except pa.ArrowInvalid as err:
+            _raise_decimal_misfit(data, path, explicit)
+            msg = f"JSON file {path!r}, column {field.name!r}: a value does not fit {field.type}: {err}"
+            raise FileReadError(msg, f"widen {field.name!r}'s decimal type in parse_options.explicit_schema") from err
+
+
+def _raise_decimal_misfit(data: bytes, path: str, explicit: pa.Schema | None) -> None:
+    """Raise :class:`FileReadError` naming file, column, row and value for the first decimal literal of
+    the JSON-lines ``data`` that ``explicit`` types with fewer digits than it has; return if none."""
+    from bridge.io.typed_text import DecimalMisfit, LiteralFloat, has_decimal, json_decimal_texts
+
+    fields = [f for f in explicit or () if has_decimal(f.type)]
+    if not fields:
+        return
+    try:
+        rows = _json_objects(data, parse_float=LiteralFloat)
+    except ValueError:  # not JSON throughout (json.JSONDecodeError, bad UTF-8): pyarrow's error says so
+        return
+    for i, row in enumerate(rows):
+        for field in fields:
+            try:
+                json_decimal_texts(row.get(field.name) if isinstance(row, dict) else None, field.type, field.name)
+            except DecimalMisfit as misfit:
+                raise misfit.error("JSON", path, i + 1) from None
+
+
+def _json_objects(data: bytes, parse_float: Any = None) -> list[Any]:
     """Every JSON value of a JSON-lines text, in order (a value may span lines)."""
     text = data.decode("utf-8")
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_float=parse_float)
     out: list[Any] = []
     i, n = 0, len(text)
     while True:
@@ -149,11 +201,21 @@ def _exact_column(values: list[Any], name: str, path: str, got: str | None) -> p
     return exact_column(values, name, path, "JSON", got, hint)
 
 
-def _document_table(data: bytes, path: str) -> pa.Table:
-    """One JSON document: an array of objects is one row each, an object is one row."""
+def _document_table(data: bytes, path: str, schema: pa.Schema | None = None, lines: bool | None = False) -> pa.Table:
+    """One JSON document: an array of objects is one row each, an object is one row.
+
+    Where ``schema`` types a column (or a nested field) as a decimal, its numbers are read as their
+    literal text (Python's ``json`` would make them float64, rounding ``0.1``), which
+    :func:`bridge.io.typed_text.apply_schema` then casts exactly; a literal the decimal does not hold
+    raises naming file, column, row and value."""
+    from bridge.io.typed_text import DecimalMisfit, LiteralFloat, has_decimal, json_decimal_texts
+
+    decimals = [f for f in schema or () if has_decimal(f.type)]
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, parse_float=LiteralFloat if decimals else None)
     except json.JSONDecodeError as err:
+        if lines is not False:  # a file starting with "[" that is no JSON document: pyarrow's error, as before
+            raise
         msg = f"read_json(lines=False): {path!r} is not one JSON document: {err}"
         raise FileReadError(msg, "pass lines=True (or leave lines unset) for JSON lines: one object per line") \
             from err
@@ -162,6 +224,13 @@ def _document_table(data: bytes, path: str) -> pa.Table:
     if bad is not None:
         msg = f"read_json: {path!r} holds a {type(bad).__name__} where a row (a JSON object) was expected"
         raise FileReadError(msg, "each row must be an object such as {\"a\": 1}")
+    for i, row in enumerate(rows):
+        for field in decimals:
+            if field.name in row:
+                try:
+                    row[field.name] = json_decimal_texts(row[field.name], field.type, field.name)
+                except DecimalMisfit as misfit:
+                    raise misfit.error("JSON", path, i + 1) from None
     return _rows_table(rows, path)
 
 

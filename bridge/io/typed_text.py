@@ -7,10 +7,15 @@ as that type, exactly what ``write_csv`` / ``write_json`` wrote:
 
 * each column is parsed as the nearest type the parser reads (its *parse type*)
   and then converted to the schema's type: ``float16`` through ``float32``,
-  ``decimal256`` and ``time64`` through strings, ``duration`` through its
+  ``time64`` (and CSV's ``decimal256``) through strings, ``duration`` through its
   integer count, a dictionary through its value type, base64 text back to
   binary, lists of ``{"key", "value"}`` objects back to a map, nested lists back
   to fixed- and variable-shape tensors;
+* JSON decimals are the exact decimal of their text, number literals
+  (``{"price": 12.34}``) and strings (``"12.34"``) alike: ``0.1`` is
+  ``Decimal("0.1")``, never a float64's ``0.1000000000000000055...``;
+  a literal with more digits than the type holds raises naming file, column,
+  row and value, with the type that holds it (see :func:`json_decimal_texts`);
 * a value that does not fit raises :class:`FileReadError` naming the file, the
   column and both types (nothing is cut to fit);
 * a schema column missing from a file raises naming both; columns of the file
@@ -20,6 +25,8 @@ as that type, exactly what ``write_csv`` / ``write_json`` wrote:
 from __future__ import annotations
 
 import base64
+import decimal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +59,14 @@ def json_parse_type(t: pa.DataType) -> pa.DataType:
         return pa.null()  # inferred: nested lists of any depth, converted row by row
     if pa.types.is_float16(t):
         return pa.float32()
-    if (pa.types.is_decimal(t) or pa.types.is_time(t) or pa.types.is_date(t) or pa.types.is_binary(t)
+    if pa.types.is_decimal(t):
+        # pyarrow.json reads number literals and strings as a decimal from their text, exactly (as a string
+        # it refused number literals). It refuses more digits after the point than the scale, but checks a
+        # literal's own digits for the precision: 12.340 failed decimal128(4, 2), and 1234.5 read as
+        # decimal128(5, 2) gave 1234.50, a value no decimal128(5, 2) holds. So: the widest decimal of the
+        # scale, then convert()'s safe cast, which refuses exactly the values the type does not hold.
+        return pa.decimal256(76, t.scale)
+    if (pa.types.is_time(t) or pa.types.is_date(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
         return pa.string()
     if pa.types.is_timestamp(t):
@@ -70,6 +84,126 @@ def json_parse_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, json_parse_type(f.type)) for f in t])
     return t
+
+
+class LiteralFloat(float):
+    """A float parsed by Python's ``json`` that keeps its literal text (``json.loads(...,
+    parse_float=LiteralFloat)``): a decimal column reads the text, not the float64 it rounds to."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> LiteralFloat:
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
+def has_decimal(t: pa.DataType) -> bool:
+    """Whether a column of type ``t`` holds decimals anywhere (nested included)."""
+    if tensor.is_tensor(t):
+        return False
+    if pa.types.is_decimal(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return has_decimal(t.value_type)
+    if pa.types.is_map(t):
+        return has_decimal(t.key_type) or has_decimal(t.item_type)
+    if _is_list(t):
+        return has_decimal(t.value_type)
+    if pa.types.is_struct(t):
+        return any(has_decimal(f.type) for f in t)
+    return False
+
+
+class DecimalMisfit(Exception):
+    """A decimal literal its column's type does not hold (see :func:`json_decimal_texts`)."""
+
+    def __init__(self, label: str, text: str, t: pa.DataType, why: str, wider: str | None) -> None:
+        super().__init__(label, text)
+        self.label, self.text, self.type, self.why, self.wider = label, text, t, why, wider
+
+    def error(self, fmt: str, path: str, row: int) -> FileReadError:
+        """The :class:`FileReadError` for row ``row`` (1-based) of ``path``."""
+        msg = (f"{fmt} file {path!r}, column {self.label!r}, row {row}: {self.text} is no {self.type} value: "
+               f"{self.why} (nothing is rounded)")
+        if self.wider is not None:
+            hint = f"read {self.label!r} as {self.wider} (schema=), which holds it"
+        else:
+            hint = f"no decimal type holds it: read {self.label!r} as pyarrow.string() or pyarrow.float64() (rounded)"
+        return FileReadError(msg, hint)
+
+
+def _check_decimal(text: str, t: pa.DataType, label: str) -> None:
+    """Raise :class:`DecimalMisfit` where the decimal ``text`` has more digits than ``t`` holds (text that is
+    no decimal at all is left to Arrow, which refuses it naming the column)."""
+    try:
+        d = decimal.Decimal(text)
+    except (decimal.InvalidOperation, ValueError):
+        return
+    if not d.is_finite():
+        raise DecimalMisfit(label, text, t, "it is not a finite number", None)
+    if not d:
+        return
+    _, digits, exp = d.as_tuple()
+    assert isinstance(exp, int)
+    n = len(digits)
+    while n > 1 and digits[n - 1] == 0:  # 12.340 needs the scale of 12.34 (normalize() would round)
+        n -= 1
+        exp += 1
+    scale, whole = -exp, n + exp  # digits after the point (< 0: zeros before it), digits before it
+    if scale <= t.scale and whole <= t.precision - t.scale:
+        return
+    if scale > t.scale:
+        why = f"it has {scale} digit(s) after the point, the type's scale is {t.scale}" if scale > 0 else \
+            f"it needs scale {scale}, the type's scale is {t.scale}"
+    else:
+        why = f"it has {whole} digit(s) before the point, the type's precision {t.precision} leaves " \
+              f"{t.precision - t.scale}"
+    new_scale = max(t.scale, scale)
+    precision = max(t.precision - t.scale, whole) + new_scale
+    wider = None
+    if precision <= 38 and not pa.types.is_decimal256(t):
+        wider = f"pyarrow.decimal128({precision}, {new_scale})"
+    elif precision <= 76:
+        wider = f"pyarrow.decimal256({precision}, {new_scale})"
+    raise DecimalMisfit(label, text, t, why, wider)
+
+
+def json_decimal_texts(value: Any, t: pa.DataType, label: str) -> Any:
+    """``value`` (one column's, as Python's ``json`` parsed it with ``parse_float=LiteralFloat``) with every
+    number or string where ``t`` has a decimal as its literal text, checked: :class:`DecimalMisfit` for one
+    with more digits than the decimal holds.  Arrow then casts the text to the decimal, exactly.
+
+    ``label`` names the place (``"price"``, ``"s.q"``, ``"l[]"``) for the error.
+    """
+    if value is None or tensor.is_tensor(t):
+        return value
+    if pa.types.is_dictionary(t):
+        return json_decimal_texts(value, t.value_type, label)
+    if pa.types.is_decimal(t):
+        if isinstance(value, LiteralFloat):
+            text = value.text
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            text = str(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            return value  # a bool, an object, ...: Arrow refuses it, naming the column
+        _check_decimal(text, t, label)
+        return text
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        out = dict(value)
+        for f in t:
+            if f.name in out:
+                out[f.name] = json_decimal_texts(out[f.name], f.type, f"{label}.{f.name}")
+        return out
+    if pa.types.is_map(t) and isinstance(value, list):  # written as [{"key": k, "value": v}, ...]
+        entry = pa.struct([("key", t.key_type), ("value", t.item_type)])
+        return [json_decimal_texts(v, entry, label) for v in value]
+    if _is_list(t) and isinstance(value, list):
+        return [json_decimal_texts(v, t.value_type, f"{label}[]") for v in value]
+    return value
 
 
 def _time_from_text(col: pa.Array, t: pa.DataType) -> pa.Array:

@@ -5,7 +5,8 @@ Ray task per block (fused with the transforms before it), writes one file per
 block named ``{filename_prefix}-{index:05d}.{ext}`` and returns the paths
 written.  ``mode`` (as Ray Data's): ``"overwrite"`` (default: the earlier output is
 removed, which is every file of the format under the directory, whoever wrote
-it, so a read gives the new rows alone; files of other kinds are kept),
+it, Parquet summary files (``_metadata``, ``_common_metadata``) included, so a read
+gives the new rows alone; files of other kinds are kept),
 ``"append"`` (add files; each append
 names its files ``{filename_prefix}-{write_id}-{index:05d}.{ext}`` so nothing is
 ever replaced), ``"error"`` (fail if the directory already holds data) or
@@ -184,6 +185,12 @@ class WriteMethods(DatasetMixin):
                 remove_staged(fs, directory, writer.provider_uuid)
                 raise
             paths = commit_staged(fs, result, mode, fmt, directory)
+        if fmt == "parquet" and mode != "overwrite" and paths:
+            # Files were added: a _metadata another tool wrote lists the earlier ones only (an overwrite
+            # removed it with the files it described).
+            from bridge.io.file_datasink import remove_stale_summaries
+
+            remove_stale_summaries(fs, directory)
         if describe is not None:
             _layout_after(fs, directory, mode, list(partition_cols or ()), describe, result)
         return paths
@@ -210,6 +217,12 @@ class WriteMethods(DatasetMixin):
         types (booleans, dates, timestamps, ``int64``, ``"007"`` as written).  Appending with
         other types for them raises before writing; overwriting without ``partition_cols``
         removes the file.
+
+        ``mode="overwrite"`` replaces the dataset, summary files included: a ``_metadata`` or
+        ``_common_metadata`` another tool wrote (``pyarrow.parquet.write_metadata``, Dask, Spark)
+        describes the replaced files and is removed.  ``mode="append"`` removes a ``_metadata``
+        (it lists the earlier files' row groups only, so readers that trust it, such as Dask,
+        would miss the appended rows); a ``_common_metadata`` (the schema) is kept.
 
         ``filename_provider`` (a :class:`bridge.FilenameProvider` or Ray Data's) names each
         task's file instead of ``filename_prefix``, for every ``write_*`` method; the files
