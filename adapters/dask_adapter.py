@@ -379,7 +379,9 @@ def dataset_to_dask(ds: Dataset, *, npartitions: int | None = None) -> Any:
     from bridge.pandas_types import nullable_columns
 
     nullable = frozenset(nullable_columns(layout.refs))
-    meta = _to_pandas(schema.empty_table(), arrow_strings, nullable)
+    from bridge.block import empty_table
+
+    meta = _to_pandas(empty_table(schema), arrow_strings, nullable)
     parts = [_BlockSlices(p, s, not index, arrow_strings, nullable) for p, (s, _) in zip(pieces, ranges)]
     divisions = _divisions(pieces, index, [s for s, _ in ranges], total) if total else None
     if not index:

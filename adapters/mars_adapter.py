@@ -117,7 +117,9 @@ def dataset_to_mars(ds: Dataset) -> Any:
     nullable = frozenset(nullable_columns(layout.refs))
     parts = [block_to_pandas(ray.get(ref), nullable) for ref, _ in layout.blocks]
     if not parts:
-        out = xpd.DataFrame(block_to_pandas(layout.schema.empty_table(), nullable))
+        from bridge.block import empty_table
+
+        out = xpd.DataFrame(block_to_pandas(empty_table(layout.schema), nullable))
     elif len(parts) == 1:
         out = xpd.DataFrame(parts[0])
     else:

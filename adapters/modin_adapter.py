@@ -191,7 +191,9 @@ def dataset_to_modin(ds: Dataset) -> Any:
 
     # One dtype per column in every partition: masked where any block has nulls (or NaN).
     nullable = frozenset(nullable_columns(layout.refs))
-    meta = block_to_pandas(layout.schema.empty_table(), nullable, schema_attr=True)
+    from bridge.block import empty_table
+
+    meta = block_to_pandas(empty_table(layout.schema), nullable, schema_attr=True)
     index_cols = layout.index_columns
     if _engine() != "Ray":
         # No Ray engine: build it from one pandas frame.

@@ -67,7 +67,9 @@ def to_ray_data(ds: Dataset) -> Any:
 
     refs = ds.to_arrow_refs()
     if not refs:
-        return ray.data.from_arrow((ds.schema() or pa.schema([])).empty_table())
+        from bridge.block import empty_table
+
+        return ray.data.from_arrow(empty_table(ds.schema() or pa.schema([])))
     return ray.data.from_arrow_refs(refs)  # type: ignore[arg-type]  # ray types the two ObjectRef classes apart
 
 

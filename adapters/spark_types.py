@@ -142,7 +142,9 @@ def empty_table(schema: Any, tz: str | None, vectors: list[str]) -> pa.Table:
             fields.append(_vector_field(f.name, 0))
         else:
             fields.append(pa.field(f.name, spark_to_arrow_type(f.dataType, tz), f.nullable))
-    return pa.schema(fields).empty_table()
+    from bridge.block import empty_table as _empty_arrow_table
+
+    return _empty_arrow_table(pa.schema(fields))
 
 
 def _vector_field(name: str, size: int) -> pa.Field:

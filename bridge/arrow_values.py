@@ -19,8 +19,8 @@ from bridge import tensor
 
 def empty_array(t: pa.DataType) -> pa.Array:
     """An array of no rows of any type, extension types included."""
-    if isinstance(t, pa.ExtensionType):
-        return pa.ExtensionArray.from_storage(t, pa.array([], type=t.storage_type))
+    if isinstance(t, pa.BaseExtensionType):  # (pyarrow's own fixed_shape_tensor too: pa.array fails on a
+        return pa.ExtensionArray.from_storage(t, empty_array(t.storage_type))  # permuted one)
     return pa.array([], type=t)
 
 

@@ -83,7 +83,9 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         if col.num_chunks == 1:
             col = col.chunk(0)
         elif col.num_chunks == 0:
-            col = pa.array([], type=col.type)
+            from bridge.arrow_values import empty_array
+
+            col = empty_array(col.type)
     if isinstance(col, pa.Array):
         view = _numeric_view(col)
         if view is not None:
@@ -504,7 +506,9 @@ def restore_types(block: Block, like: pa.Schema | None) -> Block:
 def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) -> Block:
     """A list of row dicts -> a block (columns in first-seen order, missing keys null)."""
     if not rows:
-        return like.empty_table() if like is not None else pa.table({})
+        from bridge.block import empty_table
+
+        return empty_table(like) if like is not None else pa.table({})
     names: dict[str, None] = {}
     for r in rows:
         if not isinstance(r, Mapping):

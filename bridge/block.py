@@ -136,6 +136,17 @@ def rounds_on_promotion(a: pa.DataType, b: pa.DataType) -> bool:
     return False
 
 
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """``schema.empty_table()``, also where pyarrow cannot make one (a fixed-shape tensor column with a
+    permutation, as a transposed NumPy array gives, raises ``NotImplementedError`` there)."""
+    try:
+        return schema.empty_table()
+    except (NotImplementedError, pa.ArrowException):
+        from bridge.arrow_values import empty_array
+
+        return pa.table([empty_array(f.type) for f in schema], schema=schema)
+
+
 def widens_exactly(a: pa.DataType, b: pa.DataType) -> bool:
     """Whether every value of type ``a`` is a value of type ``b`` (so a cast never fails or changes one):
     null to anything, ints and floats to wider ones of their kind (an unsigned int to a wider signed one),

@@ -329,9 +329,16 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
             schema = known_schema(self._plan)  # never runs anything
             if schema is not None:  # a missing column, a type mismatch, a non-condition: raised at the call
+                from bridge.block import empty_table
+                from bridge.errors import BridgeError
                 from bridge.execution.transform import TaskContext
 
-                list(expr_filter_transform(expr, f"Filter({expr})")([schema.empty_table()], TaskContext(0)))
+                try:
+                    list(expr_filter_transform(expr, f"Filter({expr})")([empty_table(schema)], TaskContext(0)))
+                except BridgeError:
+                    raise
+                except Exception:  # noqa: BLE001, S110 - not ours to judge on no rows: the run says
+                    pass
             return self._map_like(partial(expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
         label = f"Filter({_fn_label(fn)})"

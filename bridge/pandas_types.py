@@ -216,7 +216,9 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
     if special and not _plain_labels((meta or {}).get("column_indexes")):
         # Column labels that are not plain strings (ints, a named or multi-level column index): the
         # frame above is built by field name; pyarrow restores the labels from the metadata.
-        labels = block.schema.empty_table().to_pandas().columns
+        from bridge.block import empty_table
+
+        labels = empty_table(block.schema).to_pandas().columns
         if len(labels) == len(df.columns) and not (
                 labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
             df.columns = labels

@@ -13,7 +13,7 @@ import pyarrow as pa
 import ray
 
 from bridge.batch import frame_to_block, keeps_frame_index
-from bridge.block import Block, BlockMetadata, normalize_types
+from bridge.block import Block, BlockMetadata, empty_table, normalize_types
 from bridge.errors import BridgeError, BridgeTypeError
 from bridge.execution.bundle import RefBundle
 from bridge.io.datasource import split_even
@@ -129,7 +129,7 @@ def _cast_to(bundles: list[RefBundle], target: pa.Schema | Callable[[pa.Schema],
             if s.equals(mine) or set(s.names) != set(mine.names) or len(s.names) != len(mine.names):
                 continue
             if not meta.num_rows:
-                empty = mine.empty_table().replace_schema_metadata(s.metadata)
+                empty = empty_table(mine).replace_schema_metadata(s.metadata)
                 refs[j], bmetas[j] = ray.put(empty), BlockMetadata.of(empty)
                 continue
             block, new_meta = _cast_block.remote(ref, mine, name, index)

@@ -66,7 +66,9 @@ class JSONFormat(FileFormat):
             # An empty file is what write_json leaves for a Dataset without rows: no rows, and
             # no columns unless parse_options gives an explicit_schema.
             schema = getattr(self.parse_options, "explicit_schema", None)
-            return (schema or pa.schema([])).empty_table()
+            from bridge.block import empty_table
+
+            return empty_table(schema or pa.schema([]))
         is_array = data.lstrip()[:1] == b"["
         if self.lines is True and is_array:
             msg = f"read_json(lines=True): {path!r} holds a JSON array, not one object per line"

@@ -382,7 +382,9 @@ class _EmptyRead:
     schema: pa.Schema
 
     def __call__(self) -> Iterator[pa.Table]:
-        yield self.schema.empty_table()
+        from bridge.block import empty_table
+
+        yield empty_table(self.schema)
 
 
 @dataclasses.dataclass

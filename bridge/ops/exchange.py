@@ -133,7 +133,9 @@ def check_key_types(op: str, columns: Sequence[str], schema: pa.Schema | None, *
         return
     for column in dict.fromkeys(c for c in columns if c in schema.names):
         field = schema.field(column)
-        empty = pa.schema([field]).empty_table()
+        from bridge.block import empty_table
+
+        empty = empty_table(pa.schema([field]))
         try:
             sort_indices(empty, [(column, "ascending")])
             if group:
