@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from bridge import tensor
 from bridge.arrow_values import empty_array, fitted_array, is_list_like, object_column
-from bridge.block import Block, normalize_types
+from bridge.block import Block, normalize_types, table_without_columns
 
 if TYPE_CHECKING:
     import pandas
@@ -516,6 +516,9 @@ def rows_to_block(rows: list[Mapping[str, Any]], like: pa.Schema | None = None) 
             raise BatchTypeError(msg)
         for k in r:
             names.setdefault(k, None)
+    if not names:
+        # Every row is {}: rows without columns, each one kept (a table of no arrays has no rows).
+        return table_without_columns(len(rows))
     data = {k: [r.get(k) for r in rows] for k in names}
     columns = {}
     for k, values in data.items():
@@ -563,6 +566,8 @@ def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") ->
 
 def block_to_rows(block: Block) -> list[dict[str, Any]]:
     """A block -> row dicts of Python values; tensor columns give ndarrays per row."""
+    if block.num_columns == 0:
+        return [{} for _ in range(block.num_rows)]  # pyarrow's to_pylist() of such a table is []
     tensor_cols = [f.name for f in block.schema if tensor.is_tensor(f.type)]
     if not tensor_cols:
         return block.to_pylist()

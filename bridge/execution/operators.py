@@ -160,7 +160,9 @@ def run_block_transform(
         source = iter(read_task()) if read_task is not None else iter(blocks)
         outs = list(transform(source, TaskContext(index, op_name)))
         if not outs:
-            out = blocks[0].slice(0, 0) if blocks else pa.table({})
+            # Nothing came out (a map with no output row): no rows, and no columns -- the input's
+            # would be a guess (transform._no_output).
+            out = pa.table({})
         else:
             out = concat_blocks(outs)
             if out.num_columns and out.column(0).num_chunks > 32:
@@ -282,13 +284,26 @@ class MapOp(PhysicalOp):
 
 
 class LimitOp(PhysicalOp):
-    """Passes the first ``n`` rows; then tells the executor to stop upstream."""
+    """Passes the first ``n`` rows; then tells the executor to stop upstream.
+
+    ``limit(0)`` waits for the first input block and passes an empty slice of it, so that the
+    result keeps its columns (``schema()``, ``columns()``) as an empty ``filter`` does.
+    """
 
     def __init__(self, name: str, deps: list[PhysicalOp], n: int) -> None:
         super().__init__(name, deps)
         self.remaining = n
+        self._schema_sent = n > 0  # n > 0: the rows passed carry the schema
 
     def add_input(self, bundle: RefBundle, input_index: int) -> None:
+        if not self._schema_sent and bundle.refs:
+            self._schema_sent = True
+            ref, meta = bundle.refs[0], bundle.metas[0]
+            if meta.num_rows:
+                block_ref, meta_ref = slice_block.remote(ref, 0, 0)
+                ref, meta = block_ref, ray.get(meta_ref)  # type: ignore[assignment]
+            self._out.append(RefBundle([ref], [meta]))
+            return
         if self.remaining <= 0:
             return
         refs, metas = [], []
@@ -312,7 +327,7 @@ class LimitOp(PhysicalOp):
             self._out.append(out)
 
     def reached(self) -> bool:
-        return self.remaining <= 0
+        return self.remaining <= 0 and self._schema_sent
 
     def completed(self) -> bool:
         return self.reached() or super().completed()

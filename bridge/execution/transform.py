@@ -170,6 +170,14 @@ def _bad_output(op: str, ctx: TaskContext, err: Exception, expected: str) -> Use
 # ------------------------------------------------------------------ the transforms
 
 
+def _no_output(b: Block | Pieces) -> bool:
+    """A block of no rows and no columns: what a task gives where its transforms yielded nothing (a
+    ``map`` / ``flat_map`` with no output row, a read of nothing), whose columns no one knows.  Column
+    operators pass it on as it is: the input's columns would be a guess, and a later
+    ``select_columns`` / ``map_batches`` would fail on (or ``sort`` add) columns the function never made."""
+    return b.num_rows == 0 and b.num_columns == 0
+
+
 def rebatch(blocks: Iterable[Block], batch_size: int | None) -> Iterator[Block]:
     """Regroup a stream of blocks into batches of exactly ``batch_size`` rows (the last may be short)."""
     if batch_size is None:
@@ -262,7 +270,7 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
         # copied once, straight into pinned memory, instead of joined in Arrow and then copied).
         batches = rebatch_pieces(blocks, batch_size) if fmt == "torch" else rebatch(blocks, batch_size)
         for b in batches:
-            if b.num_rows == 0 and b.num_columns > 0 and batch_size is not None:
+            if b.num_rows == 0 and (b.num_columns > 0 and batch_size is not None or _no_output(b)):
                 continue
             out = call_user_fn(fn, to_batch(b), user, ctx, label)
             results = out if _is_generator(out) or isinstance(out, _Yielded) else [out]
@@ -308,8 +316,10 @@ def map_rows_transform(user: UserFn, label: str) -> BlockTransform:
         fn = user.resolve(label)
         for b in blocks:
             rows = [call_user_fn(fn, r, user, ctx, label) for r in batch_mod.block_to_rows(b)]
+            if not rows:
+                continue  # no output row says the output's columns (not the input's): no block, see _no_output
             try:
-                yield batch_mod.rows_to_block(rows, like=b.schema) if rows else b.slice(0, 0)
+                yield batch_mod.rows_to_block(rows, like=b.schema)
             except batch_mod.BatchTypeError as err:
                 raise _bad_output(label, ctx, err, "a dict (one output row) from map()") from err
 
@@ -326,8 +336,10 @@ def flat_map_transform(user: UserFn, label: str) -> BlockTransform:
                 if isinstance(out, dict):
                     raise _bad_output(label, ctx, TypeError("got a dict"), "a list of dicts from flat_map()")
                 rows.extend(out)
+            if not rows:
+                continue  # as in map_rows_transform
             try:
-                yield batch_mod.rows_to_block(rows, like=b.schema) if rows else b.slice(0, 0)
+                yield batch_mod.rows_to_block(rows, like=b.schema)
             except batch_mod.BatchTypeError as err:
                 raise _bad_output(label, ctx, err, "a list of dicts (output rows) from flat_map()") from err
 
@@ -359,6 +371,9 @@ def project_transform(
         from bridge.pandas_types import renamed_metadata
 
         for b in blocks:
+            if _no_output(b):
+                yield b
+                continue
             names = b.column_names
             wanted = select or drop or list(rename or {})
             missing = [c for c in wanted if c not in names]
@@ -400,6 +415,9 @@ def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) 
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         fn = user.resolve(label)
         for b in blocks:
+            if _no_output(b):
+                yield b
+                continue
             batch = batch_mod.to_batch(b, fmt)
             value = call_user_fn(fn, batch, user, ctx, label)
             if fmt == "pandas":

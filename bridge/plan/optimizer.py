@@ -28,10 +28,13 @@ def _push_limit(limit: Limit) -> LogicalOp:
     if isinstance(child, Limit):
         return _push_limit(Limit([child.input], min(limit.n, child.n)))
     if isinstance(child, MapLike) and child.preserves_rows and not child.uses_actors:
-        pushed = _push_limit(Limit([child.input], limit.n))
-        return child.replace_inputs([pushed])
+        # limit(0) maps one row and keeps none: its block gives the result's columns (the map's, not its input's).
+        pushed = _push_limit(Limit([child.input], max(limit.n, 1)))
+        moved = child.replace_inputs([pushed])
+        return moved if limit.n else Limit([moved], 0)
     if isinstance(child, Read) and child.datasource.supports_limit:
-        read = Read([], child.datasource.with_limit(limit.n), child.parallelism)
+        # limit(0) still reads a row: its block gives the result's columns (LimitOp passes none of its rows).
+        read = Read([], child.datasource.with_limit(max(limit.n, 1)), child.parallelism)
         return Limit([read], limit.n)
     return limit
 

@@ -1,10 +1,11 @@
 """The output schema a plan states without running: what ``repr`` shows and ``schema()`` trusts.
 
 Known: blocks already in the object store, sources that read their schema
-up front (range, Parquet footers), and what passes a schema through unchanged
-(limit, a column selection).  Unknown (``None``): user functions, all-to-all
-operators, unions and zips; ``Dataset.schema()`` then runs the plan to its
-first non-empty block.
+up front (range, Parquet footers), what passes a schema through unchanged
+(limit, a column selection), and a union of inputs whose schemas are all known
+(their promotion, as its blocks are promoted when combined).  Unknown (``None``):
+user functions, all-to-all operators, zips, unions with an input not known;
+``Dataset.schema()`` then runs the plan to its first non-empty block.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bridge.plan.logical import InputData, Limit, LogicalOp, Project, Read
+from bridge.plan.logical import InputData, Limit, LogicalOp, Project, Read, Union
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -38,7 +39,29 @@ def known_schema(op: LogicalOp) -> pa.Schema | None:
         if schema is None or any(c not in schema.names for c in op.columns):
             return None  # a missing column raises when the plan runs; say nothing here
         return _select(schema, op.columns)
+    if isinstance(op, Union):
+        return _union_schema(op)
     return None
+
+
+def _union_schema(op: Union) -> pa.Schema | None:
+    """A union's schema: the promotion of its inputs' (int64 + double -> double, null + int64 -> int64),
+    as ``to_arrow()`` and ``materialize().schema()`` give, not the first input's alone.  ``None`` where
+    an input's is unknown or the inputs do not unify (the run raises then, naming the column)."""
+    from bridge.errors import SchemaMismatchError
+
+    schemas = [known_schema(i) for i in op.inputs]
+    if any(s is None for s in schemas):
+        return None
+    known = [s for s in schemas if s is not None]
+    if any(set(s.names) != set(known[0].names) for s in known[1:]):
+        return None
+    # The union's blocks take the first input's column order.
+    ordered = [s if s.names == known[0].names else _select(s, known[0].names) for s in known]
+    try:
+        return unified_schema(ordered, "union")
+    except SchemaMismatchError:
+        return None
 
 
 def _select(schema: pa.Schema, columns: list[str]) -> pa.Schema:
