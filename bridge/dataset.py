@@ -794,7 +794,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     def schema(self) -> pa.Schema | None:
         """The Arrow schema: from the plan when it says (sources, selections, limits), else by
         running the plan up to its first non-empty block.  A materialized Dataset's is the
-        promotion of all its blocks' schemas (int32 + int64 -> int64), as Ray Data's.
+        promotion of all its blocks' schemas (int32 + int64 -> int64), as Ray Data's; a
+        union's the promotion of its inputs' (a column of None + ints -> int64).
 
         Example:
             >>> import bridge
@@ -814,6 +815,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         known = known_schema(plan)
         if known is not None:
             return known
+        if isinstance(plan, Union):
+            from bridge.plan.schema import union_schema
+
+            union = union_schema([Dataset(i, self._stats_parent).schema() for i in plan.inputs])
+            if union is not None:
+                return union
         bundles, _ = self._execute()
         seen: list[RefBundle] = []
         try:

@@ -11,9 +11,10 @@
   INPUT's columns: a later ``select_columns`` / ``rename_columns`` / ``map_batches`` / ``groupby``
   failed on the map's columns, ``sort`` added the input's columns as nulls, and ``schema()`` of an
   empty result named the input's columns.
-* Open (marked ``xfail``): ``union`` of inputs whose schemas are known only by running them,
-  ``std`` of a single value (``None`` here, NaN in Ray Data, pandas, NumPy), ``unique`` of a list
-  column, ``filter(expr=)`` of a materialized Dataset holding such a no-columns block.
+* ``union`` of inputs whose schemas are known only by running them reported the first input's;
+  ``std`` of a single value was ``None`` (NaN in Ray Data, pandas, NumPy); ``filter(expr=)`` of a
+  materialized Dataset holding such a no-columns block raised "column not found".
+* Open (marked ``xfail``): ``unique`` of a list column (refused here; Ray Data gives the lists).
 """
 
 from __future__ import annotations
@@ -57,9 +58,6 @@ def test_union_schema_keeps_the_first_inputs_column_order():
     assert ds.take_all() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
 
 
-@pytest.mark.xfail(strict=True, reason="Dataset.schema() (bridge/dataset.py) answers a union whose inputs' "
-                   "schemas are not known without running (from_items, map_batches) with the first non-empty "
-                   "block's schema; it needs each input's schema() promoted (plan.schema.unified_schema)")
 def test_union_schema_of_inputs_known_only_by_running():
     ds = bridge.from_items([{"a": None}]).union(bridge.from_items([{"a": 1}]))
     assert _types(ds.schema()) == [("a", pa.int64())]  # Ray Data: int64; to_arrow(): int64
@@ -142,8 +140,6 @@ def test_flat_map_emptying_every_block_then_map_batches():
 # ------------------------------------------------------------------ open findings
 
 
-@pytest.mark.xfail(strict=True, reason="bridge/ops/aggregate.py: Std of fewer than ddof + 1 values is Arrow's "
-                   "null; Ray Data, pandas and NumPy give NaN (undefined, not missing)")
 def test_std_of_a_single_value_is_nan():
     assert math.isnan(bridge.from_items([{"x": 1.0}]).std("x"))
     rows = bridge.from_items([{"k": 1, "x": 1.0}, {"k": 2, "x": 1.0}, {"k": 2, "x": 3.0}]).groupby("k").std("x")
@@ -158,9 +154,6 @@ def test_unique_of_a_list_column():
     assert sorted(ds.unique("x"), key=str) == [None, [1], [2]]
 
 
-@pytest.mark.xfail(strict=True, reason="bridge/ops/string_expr.py: expr_filter_transform evaluates the expression on "
-                   "a block of no rows and no columns (a map's block without output rows, an empty read) and raises "
-                   "'column not found'; it needs to pass such a block on, as execution/transform._no_output does")
 def test_filter_expr_after_a_map_that_emptied_a_block():
     ds = bridge.range(6, override_num_blocks=3).flat_map(lambda r: [{"z": r["id"]}] if r["id"] >= 4 else [])
     assert ds.filter(expr="z > 4").take_all() == [{"z": 5}]  # fused into the map's tasks: passes already

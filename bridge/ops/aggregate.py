@@ -614,7 +614,9 @@ class Std(_Builtin):
 
     Each block keeps (count, mean, M2) per group; the merge uses the parallel
     formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)`` in NumPy over group
-    ids, which stays accurate when the mean is large against the spread.
+    ids, which stays accurate when the mean is large against the spread.  A group
+    of no more than ``ddof`` values gives NaN (as Ray Data, pandas and NumPy), one
+    of no value null.
 
     Example:
         >>> import bridge
@@ -649,7 +651,9 @@ class Std(_Builtin):
         spread = np.bincount(gid, m2 + counts * (means - group_mean[gid]) ** 2, minlength=n)
         denom = total - self.ddof
         std = np.sqrt(np.where(denom > 0, spread, 0.0) / np.where(denom > 0, denom, 1.0))
-        valid = denom > 0
+        # No value: null.  Values, but no more than ddof: NaN, undefined (Ray Data, pandas, NumPy).
+        std = np.where(denom > 0, std, np.nan)
+        valid = total > 0
         nulls = merged[3]
         if not self.ignore_nulls and nulls is not None:
             valid &= nulls.to_numpy(zero_copy_only=False) == 0

@@ -480,6 +480,9 @@ def expr_filter_transform(expr: Any, label: str) -> BlockTransform:
 
     def run(blocks: Any, ctx: Any) -> Iterator[pa.Table]:
         for b in blocks:
+            if b.num_rows == 0 and b.num_columns == 0:  # a map's block without output rows: nothing to test
+                yield b
+                continue
             try:
                 yield b.filter(keep(b))
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _MissingColumn) as err:

@@ -45,13 +45,16 @@ def known_schema(op: LogicalOp) -> pa.Schema | None:
 
 
 def _union_schema(op: Union) -> pa.Schema | None:
+    return union_schema([known_schema(i) for i in op.inputs])
+
+
+def union_schema(schemas: Sequence[pa.Schema | None]) -> pa.Schema | None:
     """A union's schema: the promotion of its inputs' (int64 + double -> double, null + int64 -> int64),
     as ``to_arrow()`` and ``materialize().schema()`` give, not the first input's alone.  ``None`` where
     an input's is unknown or the inputs do not unify (the run raises then, naming the column)."""
     from bridge.errors import SchemaMismatchError
 
-    schemas = [known_schema(i) for i in op.inputs]
-    if any(s is None for s in schemas):
+    if not schemas or any(s is None for s in schemas):
         return None
     known = [s for s in schemas if s is not None]
     if any(set(s.names) != set(known[0].names) for s in known[1:]):
