@@ -152,13 +152,14 @@ class GroupedData:
         return self.aggregate(*[Mean(c, ignore_nulls) for c in self._on("mean", on)])
 
     def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Dataset:
-        """Per-group standard deviation of ``on`` (column ``std(on)``; null for a group of one row at ``ddof=1``).
+        """Per-group standard deviation of ``on`` (column ``std(on)``; NaN for a group of one row at ``ddof=1``,
+        as in Ray Data and pandas; null for a group without a value).
 
         Example:
             >>> import bridge
             >>> ds = bridge.from_items([{"k": "a", "x": 1.0}, {"k": "b", "x": 2.0}, {"k": "a", "x": 3.0}])
             >>> ds.groupby("k").std("x").take_all()
-            [{'k': 'a', 'std(x)': 1.4142135623730951}, {'k': 'b', 'std(x)': None}]
+            [{'k': 'a', 'std(x)': 1.4142135623730951}, {'k': 'b', 'std(x)': nan}]
         """
         return self.aggregate(*[Std(c, ddof, ignore_nulls) for c in self._on("std", on)])
 
