@@ -185,3 +185,28 @@ def test_unknown_schema_still_raises_when_run():
     lazy = ds.filter(expr="y > 1")
     with pytest.raises(BridgeError, match="column 'y'"):
         lazy.count()
+
+
+def test_int_with_float_arithmetic_takes_the_int_as_a_double():
+    """Python's ``x / 2`` and ``x * 1.5`` of 2**62 + 1 are floats; Arrow's safe cast refused them."""
+    t = pa.table({"x": pa.array([2**62 + 1, 3], pa.int64())})
+    assert _xs(t, "x / 2 > 0") == [2**62 + 1, 3]
+    assert _xs(t, "x * 1.5 > 4.5") == [2**62 + 1]
+    assert _xs(t, "x + 0.5 == 3.5") == [3]
+
+
+def test_int_column_beyond_2_53_against_a_float_column_is_refused_not_rounded():
+    t = pa.table({"a": pa.array([2**53 + 1], pa.int64()), "b": [float(2**53)]})
+    text = _refused(t, "a == b", BridgeTypeError)
+    assert "a: int64" in text and "as a string" not in text
+
+
+def test_chained_in_or_is_is_refused():
+    for expr in ["x in (-7, 2) > 0", "x is not None > 0"]:
+        with pytest.raises(BridgeValueError, match="chains"):
+            parse_filter_expr(expr)
+
+
+def test_a_huge_literal_power_is_refused_not_computed():
+    with pytest.raises(BridgeValueError, match="too large"):
+        parse_filter_expr("x > 2 ** 10 ** 10")

@@ -201,3 +201,14 @@ def test_write_parquet_append_without_summary_files_changes_nothing_else(tmp_pat
     bridge.from_items([{"a": 2}]).write_parquet(str(tmp_path), mode="append")
     assert os.path.exists(tmp_path / "_SUCCESS")
     assert sorted(r["a"] for r in bridge.read_parquet(str(tmp_path)).take_all()) == [1, 2]
+
+
+def test_a_file_named_metadata_that_is_not_parquet_is_kept(tmp_path):
+    """Only Parquet summary files are removed: someone's notes named _metadata are not one."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "_metadata").write_text("user notes, not parquet")
+    bridge.from_items([{"z": 5}]).write_parquet(str(tmp_path), mode="append")
+    bridge.from_items([{"z": 6}]).write_parquet(str(tmp_path))  # overwrite
+    assert (notes / "_metadata").read_text() == "user notes, not parquet"
+    assert [r["z"] for r in bridge.read_parquet(str(tmp_path)).take_all()] == [6]

@@ -74,6 +74,8 @@ def one_schema_where_exact(bundles: list[RefBundle], name: str) -> list[RefBundl
     first = next((m.schema for m in metas if m.schema is not None), None)
     if first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas):
         return bundles
+    if any(m.schema is not None and len(set(m.schema.names)) != len(m.schema.names) for m in metas):
+        return bundles  # duplicate column names: which of them is which is the block's to say
     try:
         shared = blocks_schema(metas, name)
     except SchemaMismatchError:  # a column no one type holds: the others still can be one type

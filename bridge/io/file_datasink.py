@@ -602,7 +602,7 @@ SUMMARY_FILES = ("_metadata", "_common_metadata")
 
 
 def summary_files(fs: pafs.FileSystem, directory: str, names: Iterable[str]) -> list[str]:
-    """The files under ``directory`` (any depth, outside hidden directories) named one of ``names``."""
+    """The Parquet files under ``directory`` (any depth, outside hidden directories) named one of ``names``."""
     wanted = set(names)
     root = directory.rstrip("/")
     try:
@@ -614,9 +614,19 @@ def summary_files(fs: pafs.FileSystem, directory: str, names: Iterable[str]) -> 
         if info.type != pafs.FileType.File or info.base_name not in wanted:
             continue
         rel = info.path[len(root):].lstrip("/") if info.path.startswith(root) else info.base_name
-        if not any(part.startswith(".") for part in rel.split("/")[:-1]):
+        if not any(part.startswith(".") for part in rel.split("/")[:-1]) and _is_parquet(fs, info.path):
             out.append(info.path)
     return sorted(out)
+
+
+def _is_parquet(fs: pafs.FileSystem, path: str) -> bool:
+    """Whether ``path`` is a Parquet file (a summary file is one): a file of another kind that happens to
+    be named ``_metadata`` (someone's notes) is no summary, and is kept."""
+    try:
+        with fs.open_input_file(path) as f:
+            return bool(f.size() >= 8 and f.read(4) == b"PAR1")
+    except OSError:
+        return False
 
 
 def remove_stale_summaries(fs: pafs.FileSystem, directory: str) -> None:

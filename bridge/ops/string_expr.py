@@ -15,12 +15,17 @@ strings, ``True`` / ``False`` / ``None``), comparisons ``== != < <= > >=``
 unary minus, with Python's meaning (``/`` divides ints as floats, ``%`` takes the divisor's sign).
 Anything else raises ``BridgeValueError`` naming it.
 
-Comparisons between a number column and a number literal are exact, as in
-Python: an integer column against a float literal is compared with the
+Comparisons between an integer or float column and a number literal are exact,
+as in Python: an integer column against a float literal is compared with the
 integer the float bounds (``x < 2.5`` is ``x < 3``; ``x == 2.5`` holds for no
 int), an integer literal outside the column's type decides the comparison
 (``x > 2**63`` is false for every int64), and a float column against an integer
 literal no double holds is compared with the nearest double on the right side.
+A decimal column meets a float literal through float64 (``d == 0.1`` holds for
+``Decimal("0.10")``, as in Arrow and Ray Data; Python's ``==`` says no).
+Arithmetic of an int with a float takes the int as the nearest double, as Python
+does; two columns, an int beyond 2**53 and a float, are compared by Arrow, which
+refuses to round the int rather than answer wrongly.
 
 Example:
     >>> import pyarrow as pa
@@ -161,15 +166,23 @@ class _Arith(_Node):
             return _ARITH[self.op](left, right)
         if self.op is ast.Div:  # Python's true division: Arrow divides two ints as ints (7 / 2 == 3)
             return pc.divide_checked(_as_float(left), _as_float(right))
+        if _is_float(left) or _is_float(right):  # int with float: the int as a float first, as Python does
+            left, right = _as_float(left), _as_float(right)
         if self.op is ast.Mod:  # Python's %: the sign of the divisor, for ints exactly
             return pc.call_function("modulo_checked", [_scalar(left), _scalar(right)])
         return pc.call_function(_ARITH_KERNEL[self.op], [_scalar(left), _scalar(right)])
 
 
 def _as_float(value: Value) -> Value:
+    """An int (array) as float64, rounded to the nearest double as Python's ``float(x)`` does (Arrow's own
+    cast refuses an int beyond 2**53)."""
     if _is_array(value):
-        return pc.cast(value, pa.float64()) if pa.types.is_integer(value.type) else value
+        return pc.cast(value, pa.float64(), safe=False) if pa.types.is_integer(value.type) else value
     return float(value) if _is_int(value) else value
+
+
+def _is_float(value: Value) -> bool:
+    return pa.types.is_floating(value.type) if _is_array(value) else isinstance(value, float)
 
 
 def _scalar(value: Value) -> Any:
@@ -347,6 +360,9 @@ def _convert(node: ast.AST, source: str) -> _Node:
                                     "(x > 2**63 works), or cast the column to float or decimal first")
         return _fold(_Arith(type(node.op), left, right), source)
     if isinstance(node, ast.Compare):
+        if any(isinstance(op, (ast.In, ast.NotIn, ast.Is, ast.IsNot)) for op in node.ops) and len(node.ops) > 1:
+            raise _fail(source, f"{ast.unparse(node)!r} chains 'in' / 'is' with another comparison",
+                        "write each test on its own, joined by and: expr=\"x in (1, 2) and x > 0\"")
         terms: list[_Node] = []
         left = _convert(node.left, source)
         for op, comparator in zip(node.ops, node.comparators):
@@ -363,6 +379,11 @@ def _fold(node: _Node, source: str) -> _Node:
     children += getattr(node, "parts", [])
     if not all(isinstance(c, _Lit) for c in children):
         return node
+    if isinstance(node, _Arith) and node.op is ast.Pow:
+        base, power = node.left.eval(pa.table({})), node.right.eval(pa.table({}))
+        if _is_int(power) and abs(power) > 10_000 and isinstance(base, (int, float)) and abs(base) > 1:
+            raise _fail(source, f"the power {base} ** {power} is too large to compute",
+                        "write the literal as a float (e.g. 1e300)")
     try:
         return _Lit(node.eval(pa.table({})))
     except (ArithmeticError, TypeError) as err:
@@ -453,12 +474,17 @@ def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
               f"wrap, got {text!r}"
         return BridgeValueError(msg, "cast the column to float or decimal first (e.g. with add_column or "
                                      "map_batches), then filter on it")
-    if isinstance(err, pa.ArrowInvalid) and re.match(r"Integer value -?\d+ not in range: -(16777216|9007199254740992)",
-                                                     text):
+    if isinstance(err, pa.ArrowInvalid) and not isinstance(expr, FilterExpr) and \
+            re.match(r"Integer value -?\d+ not in range: -(16777216|9007199254740992)", text):
         msg = f"{label}: Arrow's expression engine compares the integer column with the float literal as " \
               f"float32 / float64 and a value of it has no exact float ({types}); got {text!r}"
         return BridgeTypeError(msg, f"pass the filter as a string, which compares exactly (expr=\"{expr}\" with "
                                     "pc.field('x') written as x), or write the literal as an int")
+    if isinstance(err, pa.ArrowInvalid) and re.match(r"Integer value -?\d+ not in range", text):
+        msg = f"{label}: an integer column holds a value no float64 holds exactly and meets a float column " \
+              f"({types}); Arrow refuses to round it, got {text!r}"
+        return BridgeTypeError(msg, "cast one column to the other's type first (e.g. with add_column), or "
+                                    "compare the int column with a literal")
     if isinstance(err, pa.ArrowTypeError) and "must evaluate to bool" in text:
         msg = f"{label}: the expression is not a condition ({types}); got {text!r}"
         return BridgeTypeError(msg, 'compare it to get true/false, e.g. expr="x != 0" or "x is not None"')

@@ -28,10 +28,9 @@ def _push_limit(limit: Limit) -> LogicalOp:
     if isinstance(child, Limit):
         return _push_limit(Limit([child.input], min(limit.n, child.n)))
     if isinstance(child, MapLike) and child.preserves_rows and not child.uses_actors:
-        # limit(0) maps one row and keeps none: its block gives the result's columns (the map's, not its input's).
-        pushed = _push_limit(Limit([child.input], max(limit.n, 1)))
-        moved = child.replace_inputs([pushed])
-        return moved if limit.n else Limit([moved], 0)
+        # (limit(0) calls no function of the user's: the columns come from the source's first block)
+        pushed = _push_limit(Limit([child.input], limit.n))
+        return child.replace_inputs([pushed])
     if isinstance(child, Read) and child.datasource.supports_limit:
         # limit(0) still reads a row: its block gives the result's columns (LimitOp passes none of its rows).
         read = Read([], child.datasource.with_limit(max(limit.n, 1)), child.parallelism)
