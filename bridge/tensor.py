@@ -207,9 +207,9 @@ def tensor_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         if col.num_chunks == 1:
             col = col.chunk(0)
         elif col.num_chunks == 0:
-            from bridge.arrow_values import empty_array
-
-            col = empty_array(col.type)
+            # (pa.array([], type) fails on a tensor type with its permutation spelled out)
+            col = pa.ExtensionArray.from_storage(col.type, pa.array([], type=col.type.storage_type)) \
+                if isinstance(col.type, pa.BaseExtensionType) else pa.array([], type=col.type)
         elif is_fixed_tensor(col.type) and not col.null_count:
             # One copy into an array of its own (writable: a consumer may keep it as it is).
             joined = _joined_values(col)
