@@ -48,12 +48,17 @@ def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
     from bridge.plan.schema import blocks_schema
 
     metas = [m for b in bundles for m in b.metas]
-    first = next((m.schema for m in metas if m.schema is not None), None)
-    if first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas):
+    if _agree(metas):
         return bundles
     target = blocks_schema(metas, name)
     assert target is not None
     return _cast_to(bundles, target, name)
+
+
+def _agree(metas: list[BlockMetadata]) -> bool:
+    """Whether every block that has a schema has the first one's (one comparison per block)."""
+    first = next((m.schema for m in metas if m.schema is not None), None)
+    return first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas)
 
 
 def one_schema_where_exact(bundles: list[RefBundle], name: str) -> list[RefBundle]:
@@ -71,8 +76,7 @@ def one_schema_where_exact(bundles: list[RefBundle], name: str) -> list[RefBundl
     from bridge.plan.schema import blocks_schema
 
     metas = [m for b in bundles for m in b.metas]
-    first = next((m.schema for m in metas if m.schema is not None), None)
-    if first is None or all(m.schema is None or m.schema is first or m.schema.equals(first) for m in metas):
+    if _agree(metas):
         return bundles
     if any(m.schema is not None and len(set(m.schema.names)) != len(m.schema.names) for m in metas):
         return bundles  # duplicate column names: which of them is which is the block's to say
