@@ -210,3 +210,21 @@ def test_chained_in_or_is_is_refused():
 def test_a_huge_literal_power_is_refused_not_computed():
     with pytest.raises(BridgeValueError, match="too large"):
         parse_filter_expr("x > 2 ** 10 ** 10")
+
+
+def test_decimal_column_against_an_int_literal_past_its_digits_is_exact():
+    """``d < 10**28`` on decimal128(38, 10) failed: Arrow compares in decimal(39, 10), past 38 digits."""
+    from decimal import Decimal as D
+
+    top, low = D("9999999999999999999999999999.9999999999"), D("-9999999999999999999999999999.9999999999")
+    table = pa.table({"d": pa.array([low, D("-1.5"), D(0), top, None], pa.decimal128(38, 10))})
+    assert _xs(table, "d < 10**28", "d") == [low, D("-1.5"), D(0), top]
+    assert _xs(table, "d >= 10**28", "d") == []
+    assert _xs(table, "d > -10**28", "d") == [low, D("-1.5"), D(0), top]
+    assert _xs(table, "d == 10**40", "d") == []
+    assert _xs(table, "d != 10**40", "d") == [low, D("-1.5"), D(0), top]
+    assert _xs(table, "d in (0, " + str(10**30) + ")", "d") == [D(0)]
+    assert _xs(table, "d > 9999999999999999999999999999", "d") == [top]
+    small = pa.table({"d": pa.array([D("99.99"), D("-99.99"), D("1.50")], pa.decimal256(4, 2))})
+    assert _xs(small, "d < 100", "d") == [D("99.99"), D("-99.99"), D("1.50")]
+    assert _xs(small, "d > 1", "d") == [D("99.99"), D("1.50")]

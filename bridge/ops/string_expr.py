@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import decimal
 import math
 import operator
 import re
@@ -260,16 +261,27 @@ def compare_exact(col: Value, kernel: str, lit: Any) -> Value:
             if not _double_holds(lit):
                 return _float_vs_unheld_int(col, kernel, lit)
             lit = float(lit)
-        elif pa.types.is_decimal(t) and _is_int(lit):  # Arrow widens an int64 literal past the column's precision
-            import decimal
-
-            digits = len(str(abs(lit)))
-            if digits > 76:
-                return _const(col, kernel in (("less", "less_equal", "not_equal") if lit > 0 else
-                                              ("greater", "greater_equal", "not_equal")))
-            lit = pa.scalar(decimal.Decimal(lit), pa.decimal128(digits, 0) if digits <= 38 else
-                            pa.decimal256(digits, 0))
+        elif pa.types.is_decimal(t) and _is_int(lit):
+            return _decimal_vs_int(col, kernel, lit)
     return pc.call_function(kernel, [col, _scalar(lit)])
+
+
+def _decimal_vs_int(col: Value, kernel: str, lit: int) -> Value:
+    """``col <kernel> lit`` for a decimal column: exact for an int literal of any size.
+
+    Arrow compares in a decimal wide enough for both sides' integer digits plus the
+    column's scale, and refuses past 76 digits (or 38 for decimal128 inputs): a
+    decimal(p, s) column holds only values below ``10**(p - s)`` in magnitude, so a
+    literal at or past that bound is above (or below) every value, and one inside it
+    fits the column's own type.
+    """
+    t = col.type
+    bound = 10 ** (t.precision - t.scale)
+    if lit >= bound:  # every value is below the literal
+        return _const(col, kernel in ("less", "less_equal", "not_equal"))
+    if lit <= -bound:
+        return _const(col, kernel in ("greater", "greater_equal", "not_equal"))
+    return pc.call_function(kernel, [col, pa.scalar(decimal.Decimal(lit), t)])
 
 
 def _double_holds(lit: int) -> bool:
