@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from bridge.block import Block, concat_blocks, tail
 
 #: Upper bound on the batches converted in one go: bounds the memory a run of
@@ -114,7 +116,7 @@ def batch_chunks(blocks: Iterable[Block], batch_size: int | None, drop_last: boo
     run_rows = batch_size * MAX_BATCHES_PER_RUN
     pending: list[Block] = []
     have = 0
-    for b in blocks:
+    for b in (piece for block in blocks for piece in contiguous_pieces(block, batch_size)):
         n = b.num_rows
         if not n:
             continue
@@ -134,3 +136,23 @@ def batch_chunks(blocks: Iterable[Block], batch_size: int | None, drop_last: boo
             pending, have = [tail(b, full_end)], n - full_end
     if have and not drop_last:
         yield convert(concat_blocks(pending), have)
+
+
+def contiguous_pieces(block: Block, batch_size: int) -> list[Block]:
+    """``block`` as tables whose every column is one contiguous chunk, where that is worth it.
+
+    A column of several chunks (a Parquet read hands out 131,072-row record
+    batches; a concatenation keeps its inputs' chunks) becomes one array only
+    by copying it: a run of batches cut across a chunk edge copied the whole
+    run (``read_parquet`` -> ``iter_batches``: every byte once more).  Cut at
+    the block's record batches instead (zero-copy), only the batches that
+    straddle an edge are concatenated, as between two blocks.  A block whose
+    chunks are mostly shorter than a batch stays whole: nearly every batch
+    would straddle, and one concatenation per run is the cheaper copy.
+    """
+    if block.num_columns == 0 or all(c.num_chunks <= 1 for c in block.columns):
+        return [block]
+    pieces = block.to_batches()
+    if len(pieces) <= 1 or block.num_rows < len(pieces) * batch_size:
+        return [block]
+    return [pa.Table.from_batches([rb], block.schema) for rb in pieces]
