@@ -11,6 +11,13 @@ A file is written under a hidden temporary name
 when complete, so a failed or killed write leaves nothing a later read picks up
 (on object stores the rename is copy + delete; the object appears only whole).
 
+A task whose blocks hold no rows writes no file, except write task 0, whose file keeps
+the schema on disk: a Dataset without rows writes one file of no rows (Parquet: the
+schema; CSV: the header; JSON lines: empty; ``.npy``: dtype and row shape), so a read
+of the directory finds it (Ray Data writes nothing, and its read finds no file).  With
+``partition_cols`` no ``k=v`` directory can be named, so the driver writes that file at
+the top (:meth:`FileWriter.write_schema_file`).  A CSV without columns is not written.
+
 ``filename_provider=`` (a :class:`FilenameProvider`, or Ray Data's) names the
 files instead.  Its names cannot be checked before the tasks run, so each task
 writes a hidden staged file and the driver renames them all once every task
@@ -200,7 +207,8 @@ class FileWriter:
         table = concat_blocks(parts) if parts else None
         # Empty blocks are skipped, except the first, which keeps the schema on disk.
         staged = self.filename_provider is not None
-        if table is None or (table.num_rows == 0 and ctx.task_index != 0):
+        if (table is None or (table.num_rows == 0 and ctx.task_index != 0)
+                or self._nothing_to_write(table, ctx.task_index)):
             yield _result([], [], [] if staged else None, b"" if self.partition_cols else None)
             return
         written = None
@@ -220,6 +228,38 @@ class FileWriter:
             counts.append(piece.num_rows)
             stages.append(target)
         yield _result(paths, counts, stages if staged else None, written)
+
+    def _nothing_to_write(self, table: Block, index: int) -> bool:
+        """Whether the task writes no file: a CSV file without columns (no reader takes one).
+
+        Zero rows and zero columns: nothing to write, as Ray Data writes nothing.  Rows without
+        columns cannot be written as CSV at all (the file would be empty, and the rows lost): refused.
+        """
+        if self.fmt != "csv" or table.num_columns:
+            return False
+        if table.num_rows:
+            msg = (f"write_csv: write task {index} got {table.num_rows} row(s) without columns; a CSV file "
+                   f"cannot hold rows without columns (it would be empty and the rows lost)")
+            raise UnsupportedTypeError(msg, "add a column first (add_column / map_batches), or use write_json, "
+                                            "which writes each row as {}")
+        return True
+
+    def write_schema_file(self, schema: pa.Schema) -> pa.Table:
+        """Write one file of no rows holding ``schema`` at the top of the directory; the write's result.
+
+        For ``write_parquet(partition_cols=...)`` of a Dataset without rows: no ``k=v`` directory can
+        be named, so the tasks write nothing, and a read of the directory would find no file.  This
+        file holds every column, partition columns included, as their types, so
+        ``read_parquet(path)`` (and Ray Data's, and pyarrow's) gives back the schema with 0 rows.
+        """
+        from bridge.block import empty_table
+
+        name = self.file_name(0)
+        path = f"{self.directory}/{name}"
+        if "/" in name:
+            self.fs.create_dir(path.rpartition("/")[0], recursive=True)
+        self._write_file(path, empty_table(schema))
+        return _result([path], [0], None, schema.serialize().to_pybytes())
 
     def _write_file(self, path: str, table: Block) -> None:
         try:

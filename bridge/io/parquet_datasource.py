@@ -284,13 +284,15 @@ def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
 
 
 def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
-    """``timestamp[s]`` columns again where the writer's Arrow schema says so.
+    """``timestamp[s]``, ``time32[s]`` and ``date64`` columns again where the writer's Arrow schema says so.
 
-    Parquet has no seconds unit, so pyarrow stores ``timestamp[s]`` as milliseconds;
-    the Arrow schema it keeps in the file (``ARROW:schema``) still names the unit, and
-    those milliseconds are whole seconds, so reading them back as seconds is exact.
+    Parquet has no seconds unit and one date type, so pyarrow stores ``timestamp[s]`` and
+    ``time32[s]`` as milliseconds and ``date64`` as ``date32`` (days); the Arrow schema it
+    keeps in the file (``ARROW:schema``) still names the type, and those milliseconds are
+    whole seconds, those days whole days, so reading them back as the written type is exact
+    (pyarrow and Ray Data give ``timestamp[ms]``, ``time32[ms]``, ``date32``).
     """
-    if fragment is None or not any(pa.types.is_timestamp(f.type) and f.type.unit == "ms" for f in schema):
+    if fragment is None or not any(_restorable(f.type) for f in schema):
         return schema
     try:
         raw = (fragment.metadata.metadata or {}).get(b"ARROW:schema")
@@ -310,11 +312,26 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
         if field.name not in original.names:
             continue
         was = original.field(field.name).type
-        if (pa.types.is_timestamp(was) and was.unit == "s" and pa.types.is_timestamp(field.type)
-                and field.type.unit == "ms" and was.tz == field.type.tz):
+        if _stored_as(was) == field.type:
             fields[i] = field.with_type(was)
             changed = True
     return pa.schema(fields, metadata=schema.metadata) if changed else schema
+
+
+def _restorable(t: pa.DataType) -> bool:
+    """Whether ``t`` is a type Parquet may have stored another Arrow type as (see :func:`_seconds_restored`)."""
+    return (pa.types.is_timestamp(t) and t.unit == "ms") or t == pa.time32("ms") or t == pa.date32()
+
+
+def _stored_as(t: pa.DataType) -> pa.DataType | None:
+    """The type pyarrow reads a column written as ``t`` back as, where that is another one, else ``None``."""
+    if pa.types.is_timestamp(t) and t.unit == "s":
+        return pa.timestamp("ms", tz=t.tz)
+    if t == pa.time32("s"):
+        return pa.time32("ms")
+    if t == pa.date64():
+        return pa.date32()
+    return None
 
 
 def _unreadable(path: str, err: BaseException) -> FileReadError:

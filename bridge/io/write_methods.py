@@ -185,6 +185,14 @@ class WriteMethods(DatasetMixin):
                 remove_staged(fs, directory, writer.provider_uuid)
                 raise
             paths = commit_staged(fs, result, mode, fmt, directory)
+        if partition_cols and not paths and known is not None:
+            # No rows, so no k=v directory: one file of no rows keeps the schema (see write_schema_file),
+            # unless the directory holds data already (an append of nothing adds nothing).
+            from bridge.io.paths import data_files
+
+            if not data_files(fs, directory):
+                result = writer.write_schema_file(known)
+                paths = result.column("path").to_pylist()
         if fmt == "parquet" and mode != "overwrite" and paths:
             # Files were added: a _metadata another tool wrote lists the earlier ones only (an overwrite
             # removed it with the files it described).
@@ -218,6 +226,10 @@ class WriteMethods(DatasetMixin):
         other types for them raises before writing; overwriting without ``partition_cols``
         removes the file.
 
+        A Dataset without rows writes one file of no rows holding its schema (``part-00000.parquet``;
+        with ``partition_cols`` at the top of ``path``, partition columns included), so
+        ``read_parquet(path)`` gives the schema back with 0 rows (Ray Data writes nothing).
+
         ``mode="overwrite"`` replaces the dataset, summary files included: a ``_metadata`` or
         ``_common_metadata`` another tool wrote (``pyarrow.parquet.write_metadata``, Dask, Spark)
         describes the replaced files and is removed.  ``mode="append"`` removes a ``_metadata``
@@ -248,6 +260,10 @@ class WriteMethods(DatasetMixin):
         :class:`UnsupportedTypeError` naming the column.  ``csv_options`` go to
         ``pyarrow.csv.write_csv`` (e.g. ``write_options=pyarrow.csv.WriteOptions(delimiter=";")``).
 
+        A Dataset without rows writes one file holding the header (the column names; a header
+        says no types, so ``read_csv`` reads those columns as ``null`` unless given ``schema=``);
+        one without columns writes no file, and rows without columns are refused.
+
         Example:
             >>> import bridge
             >>> bridge.range(3).write_csv("/tmp/rb_doc_csv")  # doctest: +SKIP
@@ -265,6 +281,10 @@ class WriteMethods(DatasetMixin):
         written exactly (``uint64`` beyond ``int64`` reads back as ``uint64``).
         ``json_options`` go to ``json.dumps`` (e.g. ``ensure_ascii=False``).
 
+        A Dataset without rows writes one empty file: JSON lines say nothing of columns without a
+        row, so ``read_json(path)`` gives 0 rows and no columns, ``read_json(path, schema=...)``
+        the schema given.
+
         Example:
             >>> import bridge
             >>> bridge.from_items([{"a": 1}]).write_json("/tmp/rb_doc_json")  # doctest: +SKIP
@@ -275,6 +295,9 @@ class WriteMethods(DatasetMixin):
     def write_numpy(self, path: Any, *, column: str, filesystem: Any = None, mode: str = "overwrite",
                     filename_prefix: str = "part", filename_provider: Any = None) -> list[str]:
         """Write ``column`` as one ``.npy`` file per block (rows on axis 0; tensors keep their shape).
+
+        A Dataset without rows writes one ``.npy`` of 0 rows, which keeps the dtype and the shape
+        of a tensor column's rows (``(0, 2, 3)``).
 
         Example:
             >>> import bridge
