@@ -163,6 +163,11 @@ def _session_time_zone(df: Any) -> str | None:
         return None
 
 
+def _arrow_zone(spark_zone: str | None) -> str | None:
+    """The session zone as Arrow names it (``GMT+05:30`` -> ``+05:30``, ``PST`` -> ``America/Los_Angeles``)."""
+    return spark_types.arrow_time_zone(spark_zone) if spark_zone else None
+
+
 def _conf(spark: Any, key: str) -> str | None:
     try:
         return spark.conf.get(key)
@@ -183,9 +188,20 @@ def _wrap_spark_failure(err: Exception, what: str) -> BridgeError:
         hint = ("build the session with .config('spark.driver.maxResultSize', '0') (no limit) or a larger "
                 "size, or pass method='auto' (the default), which then reads partition by partition")
         return BridgeError(msg, hint)
+    # A Py4JJavaError's first line only names the JVM call: its root cause (the last "Caused by:"), else the
+    # first line naming an exception, says what failed.
+    lines = [line.strip() for line in text.splitlines()[1:]]
+    causes = [line.removeprefix("Caused by:").strip() for line in lines if line.startswith("Caused by:")]
+    cause = causes[-1] if causes else next((line for line in lines if "Exception:" in line or "Error:" in line), "")
     msg = f"{what}: the Spark job failed with {type(err).__name__}: {first[:500]}"
-    hint = ("the executors' Python needs pyarrow: set PYSPARK_PYTHON (or spark.pyspark.python) to the "
-            f"interpreter running raybridge ({sys.executable}); see the Spark log for the executor error")
+    if cause and cause not in first:
+        msg += f" ({cause[:500]})"
+    if "pyarrow" in text or "No module named" in text or "ModuleNotFoundError" in text:
+        hint = ("the executors' Python needs pyarrow: set PYSPARK_PYTHON (or spark.pyspark.python) to the "
+                f"interpreter running raybridge ({sys.executable}); see the Spark log for the executor error")
+    else:
+        hint = ("the frame's own job failed: run an action on it in Spark (e.g. df.count()) to see the error "
+                "without raybridge, and see the Spark log for the executor error")
     return BridgeError(msg, hint)
 
 
@@ -229,6 +245,10 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
     _check_session_running(df, "from_spark")
     _release_stopped()  # blocks kept for to_spark frames of sessions stopped since
     vectors = spark_types.check_spark_schema(df.schema)
+    spark_zone = _session_time_zone(df)
+    zone = _arrow_zone(spark_zone)
+    # The caller's frame: from_spark <- SparkAdapter.to_dataset <- _door <- bridge.from_spark.
+    spark_types.warn_conversions(spark_types.from_spark_conversions(df.schema, spark_zone, zone), stacklevel=5)
     if parallelism is not None and parallelism < 1:
         raise BridgeError(f"from_spark: parallelism must be >= 1; got {parallelism}", "pass e.g. parallelism=8")
     max_bytes = DataContext.get_current().target_max_block_size
@@ -261,7 +281,7 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
     except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
         raise _wrap_spark_failure(err, "from_spark") from err
     renamed = (t.rename_columns(names) for t in tables)
-    return _to_dataset(renamed, df.schema, _session_time_zone(df), vectors)
+    return _to_dataset(renamed, df.schema, zone, vectors)
 
 
 def _map_in_arrow_tables(safe: Any, parallelism: int | None, max_bytes: int) -> Iterator[pa.Table]:
@@ -369,7 +389,7 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
         msg = "to_spark: no SparkSession given and none is active"
         hint = "pass one: ds.to_spark(spark), or start one with bridge.init_spark(...) / SparkSession.builder"
         raise BridgeError(msg, hint)
-    session_tz = _conf(spark, "spark.sql.session.timeZone")
+    session_tz = _arrow_zone(_conf(spark, "spark.sql.session.timeZone"))
     pairs = [(ref, meta) for bundle in ds.iter_internal_ref_bundles() for ref, meta in zip(bundle.refs, bundle.metas)]
     schema = next((m.schema for _, m in pairs if m.schema is not None and (m.num_rows or len(m.schema))), None)
     if schema is None:  # metadata without schemas: the first block with rows says
@@ -423,8 +443,9 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
     import ray
 
     out = []
+    check_keys = spark_types.has_maps(target)  # a map's keys are checked in every block (no schema says)
     for ref, meta in pairs:
-        if meta.schema is not None and meta.schema.equals(target):
+        if meta.schema is not None and meta.schema.equals(target) and not check_keys:
             out.append(ref)
             continue
         block = ray.get(ref)

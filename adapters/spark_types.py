@@ -12,12 +12,19 @@ DecimalType(p, s)           decimal128(p, s)
 String/Char/VarcharType     string
 BinaryType                  binary
 DateType                    date32
-TimestampType               timestamp[us, tz=<spark.sql.session.timeZone>] (instants kept)
+TimestampType               timestamp[us, tz=<spark.sql.session.timeZone>] (instants kept);
+                              * a zone id Arrow and Python cannot read (``GMT+05:30``,
+                              ``UTC-8``, ``Z``, Java's short ids ``PST``/``EST``/...) is named
+                              as Spark resolves it (``+05:30``, ``-08:00``, ``UTC``,
+                              ``America/Los_Angeles``/``-05:00``/...), with a warning
 TimestampNTZType            timestamp[us] (wall-clock time kept)
-DayTimeIntervalType         duration[us]
+DayTimeIntervalType         duration[us]; * the interval's fields (``interval hour``) are
+                              not kept (``to_spark`` gives ``interval day to second``, the
+                              same values), with a warning unless they are DAY TO SECOND
 NullType                    null
 ArrayType / MapType         list / map (nested to any depth, nulls kept)
-StructType                  struct (nested to any depth)
+StructType                  struct (nested to any depth); * two fields of one name raise
+                              UnsupportedTypeError (Spark's Arrow writer refuses them)
 VectorUDT (MLlib)           * arrow.fixed_shape_tensor<double>[size]; sparse vectors are
                               densified (the zeros are written out, no value is lost); all
                               vectors of a column must have one size, else
@@ -34,9 +41,14 @@ large_string/string_view -> StringType; large_binary/binary_view/fixed_size_bina
 date64 -> DateType; timestamp and duration of any unit -> microseconds (a value that would lose
 nanoseconds raises); a zone other than ``spark.sql.session.timeZone`` -> the session zone (the
 instant is kept, the zone name is not); large_list/fixed_size_list -> ArrayType; decimal256 ->
-DecimalType; dictionary -> its value type; fixed-shape tensors -> nested ArrayType of the element
-type (``VectorUDT`` if the field carries ``raybridge.spark_udt=vector``, which is exact);
-variable-shape tensors and other extension types raise UnsupportedTypeError naming the column.
+DecimalType; a negative scale -> DecimalType(precision - scale, 0) (Spark has none; the values are
+kept, more than 38 digits raise); dictionary -> its value type; fixed-shape tensors -> nested
+ArrayType of the element type in the logical order of their dimensions (a ``permutation`` is
+applied, as NumPy sees the tensor) (``VectorUDT`` if the field carries
+``raybridge.spark_udt=vector``, which is exact); variable-shape tensors and other extension types
+raise UnsupportedTypeError naming the column; so do structs with two fields of one name, and maps
+holding a key twice in one row (Spark's maps have unique keys: ``m['k']`` would read the first
+value, ``collect()`` the last).
 Each of these rules gives one :class:`~bridge.errors.ConversionWarning` per column (nested fields
 named ``struct.field`` / ``list[]``) naming the Arrow type, the Spark type and the rule; a column
 that maps exactly (int64 -> LongType, ...) gives none.
@@ -45,6 +57,8 @@ that maps exactly (int64 -> LongType, ...) gives none.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 import warnings
 from typing import Any
 
@@ -99,8 +113,19 @@ def _check_spark_type(dt: Any, path: str) -> None:
         _check_spark_type(dt.keyType, f"{path}.key")
         _check_spark_type(dt.valueType, f"{path}.value")
     elif isinstance(dt, T.StructType):
+        _check_unique_fields([f.name for f in dt.fields], path, "from_spark", "Spark's Arrow writer cannot carry it",
+                             "rename them in Spark first, e.g. col(...).cast('struct<a:int,a_2:int>')")
         for f in dt.fields:
             _check_spark_type(f.dataType, f"{path}.{f.name}")
+
+
+def _check_unique_fields(names: list[str], path: str, where: str, why: str, hint: str) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            msg = f"{where}: column {path!r} is a struct with two fields named {name!r}; {why}"
+            raise UnsupportedTypeError(msg, hint)
+        seen.add(name)
 
 
 def spark_to_arrow_type(dt: Any, tz: str | None) -> pa.DataType:
@@ -132,6 +157,116 @@ def spark_to_arrow_type(dt: Any, tz: str | None) -> pa.DataType:
         return spark_to_arrow_type(dt.sqlType(), tz)
     msg = f"no Arrow type for Spark type {dt.simpleString()}"
     raise UnsupportedTypeError(msg, "cast the column to a supported type in Spark first")
+
+
+#: Java's ``ZoneId.SHORT_IDS``: the short zone ids Spark resolves (``DateTimeUtils.getZoneId``) to these.
+_JAVA_SHORT_IDS = {
+    "ACT": "Australia/Darwin", "AET": "Australia/Sydney", "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo", "AST": "America/Anchorage", "BET": "America/Sao_Paulo", "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare", "CNT": "America/St_Johns", "CST": "America/Chicago", "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa", "ECT": "Europe/Paris", "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata", "JST": "Asia/Tokyo", "MIT": "Pacific/Apia", "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland", "PLT": "Asia/Karachi", "PNT": "America/Phoenix", "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles", "SST": "Pacific/Guadalcanal", "VST": "Asia/Ho_Chi_Minh",
+    "EST": "-05:00", "MST": "-07:00", "HST": "-10:00",
+}
+_OFFSET_ZONE = re.compile(r"(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?")
+
+
+@functools.lru_cache(maxsize=64)
+def _arrow_reads_zone(zone: str) -> bool:
+    """Whether Arrow's compute functions and Python (``to_pylist``, pandas) both resolve ``zone``."""
+    try:
+        arr = pa.array([0], pa.timestamp("us", tz=zone))
+        pc.hour(arr)
+        arr.to_pylist()
+    except Exception:  # noqa: BLE001 - pyarrow, zoneinfo and pytz each raise their own error
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def arrow_time_zone(spark_zone: str) -> str:
+    """The Arrow zone label for a Spark session time zone: the zone Spark resolves, named as Arrow reads it.
+
+    Spark takes any id Java's ``ZoneId.of(id, SHORT_IDS)`` takes; Arrow and Python only IANA names
+    and ``+HH:MM`` offsets.  ``GMT+5:30`` / ``UTC+05:30`` / ``+0530`` -> ``+05:30``, ``Z`` / ``UT``
+    -> ``UTC``, a short id -> Java's zone for it (``PST`` -> ``America/Los_Angeles``, ``EST`` ->
+    ``-05:00``: Java's fixed offset, where Python's ``EST`` may follow a city's history).  Other ids
+    come back as they are (an offset with seconds has no Arrow name either).
+
+    Example:
+        >>> arrow_time_zone("GMT+5:30"), arrow_time_zone("PST"), arrow_time_zone("Asia/Kolkata")
+        ('+05:30', 'America/Los_Angeles', 'Asia/Kolkata')
+    """
+    zone = spark_zone.strip()
+    # Spark's own rewrites before Java parses the id: (+|-)h:mm -> (+|-)0h:mm, (+|-)hh:m -> (+|-)hh:0m.
+    zone = re.sub(r"([+-])(\d):", r"\g<1>0\2:", zone, count=1)
+    zone = re.sub(r"([+-])(\d\d):(\d)$", r"\1\2:0\3", zone, count=1)
+    zone = _JAVA_SHORT_IDS.get(zone, zone)
+    if zone in ("Z", "UT"):
+        return "UTC"
+    match = _OFFSET_ZONE.fullmatch(zone)
+    if match is not None:
+        sign, hours, minutes, seconds = match.groups()
+        if int(seconds or 0) == 0 and int(hours) <= 18:
+            zone = f"{sign}{int(hours):02d}:{minutes or '00'}"
+    return zone if zone != spark_zone and _arrow_reads_zone(zone) else spark_zone
+
+
+def _has_timestamp(dt: Any) -> bool:
+    from pyspark.sql import types as T
+
+    if isinstance(dt, T.TimestampType):
+        return True
+    if isinstance(dt, T.ArrayType):
+        return _has_timestamp(dt.elementType)
+    if isinstance(dt, T.MapType):
+        return _has_timestamp(dt.keyType) or _has_timestamp(dt.valueType)
+    if isinstance(dt, T.StructType):
+        return any(_has_timestamp(f.dataType) for f in dt.fields)
+    if isinstance(dt, T.UserDefinedType):
+        return _has_timestamp(dt.sqlType())
+    return False
+
+
+def _narrow_intervals(dt: Any, path: str) -> list[tuple[str, Any]]:
+    """(path, type) of each day-time interval in ``dt`` whose fields are not DAY TO SECOND."""
+    from pyspark.sql import types as T
+
+    if isinstance(dt, T.DayTimeIntervalType):
+        wide = dt.startField == T.DayTimeIntervalType.DAY and dt.endField == T.DayTimeIntervalType.SECOND
+        return [] if wide else [(path, dt)]
+    if isinstance(dt, T.ArrayType):
+        return _narrow_intervals(dt.elementType, f"{path}[]")
+    if isinstance(dt, T.MapType):
+        return _narrow_intervals(dt.keyType, f"{path}.key") + _narrow_intervals(dt.valueType, f"{path}.value")
+    if isinstance(dt, T.StructType):
+        return [hit for f in dt.fields for hit in _narrow_intervals(f.dataType, f"{path}.{f.name}")]
+    if isinstance(dt, T.UserDefinedType):
+        return _narrow_intervals(dt.sqlType(), path)
+    return []
+
+
+def from_spark_conversions(schema: Any, spark_zone: str | None, zone: str | None) -> list[Conversion]:
+    """The starred rules of the Spark -> Arrow table that change a representation, one per column and rule.
+
+    ``spark_zone``: ``spark.sql.session.timeZone``; ``zone``: its :func:`arrow_time_zone`.
+    """
+    out: list[Conversion] = []
+    for field in schema.fields:
+        if is_vector_udt(field.dataType):
+            continue
+        if spark_zone and zone and zone != spark_zone and _has_timestamp(field.dataType):
+            rule = (f"the session time zone {spark_zone!r}, which Arrow and Python cannot read, is named {zone!r} "
+                    "(the zone Spark resolves it to; instants and local times kept)")
+            arrow = str(spark_to_arrow_type(field.dataType, zone))
+            out.append(Conversion(field.name, arrow, field.dataType.simpleString(), rule, "from_spark"))
+        for path, dt in _narrow_intervals(field.dataType, field.name):
+            rule = ("day-time intervals -> durations (values kept; the interval's fields are not, so to_spark "
+                    "gives interval day to second)")
+            out.append(Conversion(path, "duration[us]", dt.simpleString(), rule, "from_spark"))
+    return out
 
 
 def empty_table(schema: Any, tz: str | None, vectors: list[str]) -> pa.Table:
@@ -203,8 +338,14 @@ class Conversion:
     arrow_type: str
     spark_type: str
     rule: str
+    #: ``"to_spark"`` (Arrow -> Spark) or ``"from_spark"`` (Spark -> Arrow).
+    where: str = "to_spark"
 
     def message(self) -> str:
+        """The warning's text: the call, the column, both types and the rule."""
+        if self.where == "from_spark":
+            return (f"from_spark: column {self.column!r} (Spark {self.spark_type}) becomes {self.arrow_type} "
+                    f"(rule: {self.rule})")
         return (f"to_spark: column {self.column!r} ({self.arrow_type}) becomes Spark {self.spark_type} "
                 f"(rule: {self.rule})")
 
@@ -217,8 +358,11 @@ _UTC_NAMES = {"utc", "etc/utc", "uct", "etc/uct", "z", "zulu", "etc/zulu", "gmt"
 
 
 def _same_zone(a: str, b: str) -> bool:
-    x, y = a.lower(), b.lower()
-    return x == y or (x in _UTC_NAMES and y in _UTC_NAMES)
+    """Whether two zone ids name one zone (UTC's many names; a Spark id and its Arrow name, e.g. PST)."""
+    for x, y in ((a.lower(), b.lower()), (arrow_time_zone(a).lower(), arrow_time_zone(b).lower())):
+        if x == y or (x in _UTC_NAMES and y in _UTC_NAMES):
+            return True
+    return False
 
 
 def _rules(t: pa.DataType, session_tz: str | None) -> list[str]:
@@ -238,6 +382,8 @@ def _rules(t: pa.DataType, session_tz: str | None) -> list[str]:
         return ["date64 -> date (days)"]
     if pt.is_duration(t) and t.unit != "us":
         return [_UNIT]
+    if pt.is_decimal(t) and t.scale < 0:
+        return [f"a negative scale -> decimal({t.precision - t.scale},0) (Spark has no negative scale); values kept"]
     if pt.is_decimal(t) and not pt.is_decimal128(t):
         return [f"{t} -> decimal (the precision fits Spark's 38 digits)"]
     if pt.is_timestamp(t):
@@ -337,13 +483,18 @@ def _spark_type(t: pa.DataType, column: str, conversions: list[Conversion] | Non
         return T.BinaryType()
     if pt.is_timestamp(t):
         return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
-    if pt.is_decimal(t) and t.precision <= 38:
-        return T.DecimalType(t.precision, t.scale)
+    if pt.is_decimal(t) and t.precision - min(t.scale, 0) <= 38:
+        # Spark refuses a negative scale (parsing the type fails in the JVM): the same values at scale 0.
+        return T.DecimalType(t.precision - min(t.scale, 0), max(t.scale, 0))
     if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
         return T.ArrayType(inner(t.value_type, f"{column}[]"), True)
     if pt.is_map(t):
         return T.MapType(inner(t.key_type, f"{column}.key"), inner(t.item_type, f"{column}.value"), True)
     if pt.is_struct(t):
+        _check_unique_fields([t.field(i).name for i in range(t.num_fields)], column, "to_spark",
+                             "Spark's Arrow reader cannot take it (its first action would fail)",
+                             "rename the fields first, e.g. in map_batches: pa.StructArray.from_arrays(arr.flatten(), "
+                             "names=[...])")
         return T.StructType([T.StructField(t.field(i).name, inner(t.field(i).type, f"{column}.{t.field(i).name}"),
                                            True) for i in range(t.num_fields)])
     msg = f"to_spark: column {column!r} has Arrow type {t}, which has no Spark type"
@@ -354,9 +505,12 @@ def _spark_type(t: pa.DataType, column: str, conversions: list[Conversion] | Non
 def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
     """Cast a block to the exact Arrow schema Spark reads (tensors unfolded to nested lists).
 
-    A block already in that schema is returned as it is (the same object).
+    A block already in that schema is returned as it is (the same object).  A map holding a key twice
+    in one row raises :class:`UnsupportedTypeError` naming the column (:func:`has_maps` says whether
+    a schema needs the block read for that check).
     """
     if block.schema.equals(target):
+        check_unique_map_keys(block)
         return block
     columns = []
     for field, col in zip(block.schema, block.columns):
@@ -368,7 +522,7 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
             col = col.cast(field.type.value_type)
         columns.append(col)
     try:
-        return pa.Table.from_arrays(columns, names=block.column_names).cast(target, safe=True)
+        ready = pa.Table.from_arrays(columns, names=block.column_names).cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         for field, col in zip(target, columns):
             try:
@@ -377,14 +531,103 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
                 msg = f"to_spark: column {field.name!r} of type {col.type} cannot become {field.type}: {err}"
                 raise UnsupportedTypeError(msg, "cast the column to a Spark-compatible type first") from err
         raise
+    check_unique_map_keys(ready)
+    return ready
+
+
+def has_maps(t: pa.Schema | pa.DataType) -> bool:
+    """Whether a schema or type holds a map anywhere (nested too)."""
+    if isinstance(t, pa.Schema):
+        return any(has_maps(f.type) for f in t)
+    if isinstance(t, pa.ExtensionType):
+        return has_maps(t.storage_type)
+    if pa.types.is_map(t):
+        return True
+    return any(has_maps(t.field(i).type) for i in range(t.num_fields))
+
+
+def check_unique_map_keys(table: pa.Table) -> None:
+    """Raise :class:`UnsupportedTypeError` where a map (at any depth) holds one key twice in a row.
+
+    Arrow allows it; Spark's maps do not, and a frame that held one would answer ``m['k']`` with the
+    first value and ``collect()`` with the last.
+    """
+    for name, col in zip(table.column_names, table.columns):
+        if has_maps(col.type):
+            for chunk in col.chunks:
+                _check_map_keys(chunk, name)
+
+
+def _check_map_keys(arr: pa.Array, path: str) -> None:
+    t = arr.type
+    if isinstance(t, pa.ExtensionType):
+        _check_map_keys(arr.storage, path)
+    elif pa.types.is_map(t):
+        rows, keys = _map_entries(arr)
+        twice = _repeated_key(rows, keys)
+        if twice is not None:
+            msg = (f"to_spark: column {path!r} holds a map with the key {twice!r} twice; Spark's maps have "
+                   "unique keys (m[key] would read the first value, collect() the last)")
+            raise UnsupportedTypeError(msg, "keep one value per key first, e.g. in map_batches")
+        if has_maps(t.key_type):
+            _check_map_keys(arr.keys, f"{path}.key")
+        if has_maps(t.item_type):
+            _check_map_keys(arr.items, f"{path}.value")
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            if has_maps(t.field(i).type):
+                _check_map_keys(arr.field(i), f"{path}.{t.field(i).name}")
+    elif t.num_fields == 1 and has_maps(t.field(0).type):  # list kinds: the elements of these rows
+        _check_map_keys(arr.flatten(), f"{path}[]")
+
+
+def _map_entries(arr: pa.MapArray) -> tuple[np.ndarray, pa.Array]:
+    """(row index, key) of every entry of the non-null maps of ``arr`` (slices honoured)."""
+    offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = np.diff(offsets)
+    if arr.null_count:
+        lengths = np.where(arr.is_valid().to_numpy(zero_copy_only=False), lengths, 0)
+    rows = np.repeat(np.arange(len(arr)), lengths)
+    starts = np.repeat(offsets[:-1] - (np.cumsum(lengths) - lengths), lengths)
+    return rows, arr.keys.take(pa.array(starts + np.arange(len(rows)), pa.int64()))
+
+
+def _repeated_key(rows: np.ndarray, keys: pa.Array) -> Any:
+    """A key that appears twice in one row (``rows``: each key's row), else ``None``."""
+    if len(rows) < 2:
+        return None
+    try:
+        counts = pa.table({"row": rows, "key": keys}).group_by(["row", "key"]).aggregate([([], "count_all")])
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # keys Arrow cannot group (lists, structs)
+        seen: set[tuple[int, str]] = set()
+        for row, key in zip(rows.tolist(), keys.to_pylist()):
+            if (row, repr(key)) in seen:
+                return key
+            seen.add((row, repr(key)))
+        return None
+    if counts.num_rows == len(rows):
+        return None
+    return counts.filter(pc.greater(counts.column("count_all"), 1)).column("key")[0].as_py()
 
 
 def _tensor_to_lists(chunk: pa.ExtensionArray) -> pa.Array:
+    """A fixed-shape tensor array -> nested fixed-size lists, in the logical order of its dimensions.
+
+    Arrow stores ``shape`` in memory order; with a ``permutation`` logical dimension i is memory
+    dimension ``argsort(permutation)[i]`` (as ``bridge.tensor`` and pyarrow's ``to_numpy_ndarray`` read it).
+    """
     storage = chunk.storage
-    shape = list(chunk.type.shape)
-    width = int(np.prod(shape))
+    memory_shape = list(chunk.type.shape)
+    width = int(np.prod(memory_shape))
     # .values ignores nulls and slicing: take the slots of exactly these rows.
     nested: pa.Array = storage.values.slice(storage.offset * width, len(storage) * width)
+    order = [int(a) for a in np.argsort(chunk.type.permutation)] if chunk.type.permutation is not None else []
+    shape = [memory_shape[a] for a in order] if order else memory_shape
+    if order and order != sorted(order) and len(nested):
+        # One row's logical slots, as positions in memory; every row the same (element nulls kept by take).
+        one = np.arange(width, dtype=np.int64).reshape(memory_shape).transpose(order).reshape(-1)
+        slots = (np.arange(len(storage), dtype=np.int64)[:, None] * width + one).reshape(-1)
+        nested = nested.take(pa.array(slots))
     for dim in reversed(shape[1:]):
         nested = pa.FixedSizeListArray.from_arrays(nested, dim)
     mask = pc.invert(storage.is_valid()) if storage.null_count else None
