@@ -99,10 +99,11 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
     """A Spark DataFrame (plain ``SparkSession`` or Spark on Ray) -> Dataset owned by this driver.
 
     The Dataset stays valid after ``spark.stop()``.  ``parallelism``: blocks to
-    aim for (default: Spark's partitions); ``method``: ``"auto"``, ``"raydp"``
-    (executors on Ray put Arrow batches straight into the object store) or
-    ``"arrow"`` (``mapInArrow`` through the driver).  Spark -> Arrow types follow
-    the rules documented in the Spark adapter.
+    aim for (default: Spark's partitions); ``method``: ``"auto"`` (the fastest
+    the session offers), ``"arrow_collect"`` (Spark's Arrow collection,
+    ``toArrow`` / ``_collect_as_arrow``) or ``"map_in_arrow"`` (``mapInArrow``
+    on the executors, partition by partition).  Spark -> Arrow types follow the
+    rules documented in the Spark adapter.
 
     Example:
         >>> ds = bridge.from_spark(spark.range(100))  # doctest: +SKIP
@@ -192,6 +193,8 @@ _LAZY = {
     "Mean": "bridge.ops.aggregate",
     "Std": "bridge.ops.aggregate",
     "Unique": "bridge.ops.aggregate",
+    "CountDistinct": "bridge.ops.aggregate",
+    "AsList": "bridge.ops.aggregate",
     "AbsMax": "bridge.ops.aggregate",
     "Quantile": "bridge.ops.aggregate",
     # Iteration (bridge/iteration/data_iterator.py)

@@ -14,7 +14,7 @@
 * ``union`` of inputs whose schemas are known only by running them reported the first input's;
   ``std`` of a single value was ``None`` (NaN in Ray Data, pandas, NumPy); ``filter(expr=)`` of a
   materialized Dataset holding such a no-columns block raised "column not found".
-* Open (marked ``xfail``): ``unique`` of a list column (refused here; Ray Data gives the lists).
+* ``unique`` of a list column was refused; Ray Data gives the lists (fixed in s43, see test_differential_s43_ops).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
-import pytest
 
 import bridge
 
@@ -151,8 +150,6 @@ def test_std_of_a_single_value_is_nan():
     assert first["k"] == 1 and math.isnan(first["std(x)"])
 
 
-@pytest.mark.xfail(strict=True, reason="bridge/ops/aggregate.py: Unique refuses list columns "
-                   "(UnsupportedTypeError); Ray Data 2.60 returns the distinct lists")
 def test_unique_of_a_list_column():
     ds = bridge.from_items([{"x": [1]}, {"x": [1]}, {"x": [2]}, {"x": None}])
     assert sorted(ds.unique("x"), key=str) == [None, [1], [2]]

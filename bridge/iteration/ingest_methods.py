@@ -109,9 +109,12 @@ class IngestMethods(DatasetMixin):
             raise BridgeTypeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
         return split_proportionately(self._ds, proportions)
 
-    def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
-                         ) -> tuple[MaterializedDataset, MaterializedDataset]:
+    def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
+                         stratify: str | None = None) -> tuple[MaterializedDataset, MaterializedDataset]:
         """``(train, test)``; ``test_size`` is a fraction or a row count; ``shuffle`` shuffles fully first.
+
+        ``stratify="col"`` takes that fraction of every group of ``col`` into the test set (its last rows),
+        as Ray Data does.
 
         Example:
             >>> import bridge
@@ -123,7 +126,7 @@ class IngestMethods(DatasetMixin):
         from bridge.ops.splits import train_test_split
 
         seed = check_seed("train_test_split", seed)
-        return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed)
+        return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed, stratify=stratify)
 
     def streaming_split(self, n: int, *, equal: bool = True, drop_last: bool = False,
                         stall_timeout_s: float | None = None) -> list[DataSplitIterator]:

@@ -84,6 +84,11 @@ class AggregateFn:
         """pyarrow aggregations producing this aggregation's state columns; ``None``: Python accumulators."""
         return None
 
+    def block_map_specs(self, schema: pa.Schema) -> list[Spec] | None:
+        """:meth:`map_specs` for a block of ``schema`` (a built-in may compute its state another way for
+        some column types)."""
+        return self.map_specs()
+
     def merge_specs(self) -> list[tuple[str, Any] | None]:
         """Per state column, the pyarrow function that merges it by group (``None``: done in ``finalize``)."""
         return [None]
@@ -163,7 +168,58 @@ def _is_orderable(t: pa.DataType) -> bool:
 
 
 def _is_hashable(t: pa.DataType) -> bool:
-    return not (pa.types.is_nested(t) or isinstance(t, pa.ExtensionType))
+    """Whether Arrow's hash kernels (``distinct``, grouping) take values of type ``t``."""
+    return not (pa.types.is_nested(t) or isinstance(t, pa.BaseExtensionType))
+
+
+def _is_distinguishable(t: pa.DataType) -> bool:
+    """Whether :class:`Unique` can tell the values of type ``t`` apart: hashable ones by Arrow's kernels,
+    lists, structs and maps of them by their Python values (:func:`_value_key`); not tensors (extension
+    types: a result row would give a tensor's values as a flat list, without its shape)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return False
+    return all(_is_distinguishable(t.field(i).type) for i in range(t.num_fields)) if pa.types.is_nested(t) else True
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _value_key(value: Any) -> Any:
+    """A hashable key of one Python value of a list / struct / map column, equal for values ``==`` calls
+    equal and for NaNs (each NaN its own object, unequal to itself): lists and structs as tuples."""
+    if isinstance(value, float):
+        return _NAN_KEY if value != value else value
+    if isinstance(value, list):
+        return tuple(_value_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _value_key(v)) for k, v in value.items())
+    if isinstance(value, tuple):  # a map's (key, value) pair
+        return tuple(_value_key(v) for v in value)
+    return value
+
+
+#: The key of every NaN in :func:`_value_key` (``float("nan") != float("nan")``; this sentinel is itself).
+_NAN_KEY = ("__raybridge_nan__",)
+
+
+def _first_distinct(values: pa.Array, owner: np.ndarray, n: int, skip_nulls: bool) -> pa.Array:
+    """Per group ``g`` of ``n``, the distinct values of ``values`` whose ``owner`` is ``g``, in the order
+    they first occur, as one list per group (the Python path of :class:`Unique`, for the types Arrow's hash
+    kernels refuse)."""
+    firsts: list[list[int]] = [[] for _ in range(n)]
+    seen: list[set[Any]] = [set() for _ in range(n)]
+    for i, (g, v) in enumerate(zip(owner.tolist(), values.to_pylist())):
+        if v is None and skip_nulls:
+            continue
+        key = _value_key(v)
+        if key not in seen[g]:
+            seen[g].add(key)
+            firsts[g].append(i)
+    lengths = np.array([len(f) for f in firsts], dtype=np.int32)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    picked = pa.array([i for f in firsts for i in f], pa.int64())
+    return pa.ListArray.from_arrays(offsets, values.take(picked))
 
 
 def _is_summable(t: pa.DataType) -> bool:
@@ -702,7 +758,9 @@ class AbsMax(_Builtin):
 class Quantile(_Builtin):
     """The ``q`` quantile of ``on`` (``quantile(on)``), linear interpolation as ``numpy.quantile``.
 
-    Exact: each group's values are gathered (so a group must fit in a task's memory).
+    Exact: each group's values are gathered (so a group must fit in a task's memory).  NaN values are
+    skipped, as Arrow's ``quantile`` (which Ray Data uses) and pandas skip them: a group of only NaNs
+    gives null.
 
     Example:
         >>> import bridge
@@ -730,6 +788,7 @@ class Quantile(_Builtin):
         owner = gid[pc.list_parent_indices(lists).to_numpy()]
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         numbers = values.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # uint64 rounds, as NumPy
+        valid &= ~np.isnan(numbers)  # NaN is skipped, as Arrow's quantile kernel (Ray Data) and pandas do
         out = np.full(n, np.nan)
         has = np.zeros(n, dtype=bool)
         for g in range(n):
@@ -745,18 +804,33 @@ class Quantile(_Builtin):
 class Unique(_Builtin):
     """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``).
 
+    Lists, structs and maps (which Arrow's hash kernels refuse) are told apart by their Python values,
+    each NaN equal to every other (as Ray Data does for lists); the rest by Arrow's ``distinct``.
+
     Example:
         >>> import bridge
         >>> out = bridge.from_items([{"k": 2}, {"k": 1}, {"k": 2}]).aggregate(bridge.Unique("k"))
         >>> sorted(out["unique(k)"])
         [1, 2]
+        >>> bridge.from_items([{"x": [1]}, {"x": [1]}, {"x": [2]}]).unique("x")
+        [[1], [2]]
     """
 
-    _takes = staticmethod(_is_hashable)
-    _takes_words = "values Arrow can hash (not lists, structs, maps or tensors)"
+    _takes = staticmethod(_is_distinguishable)
+    _takes_words = "values Arrow can hash, and lists, structs and maps of them (not tensors)"
 
-    def __init__(self, on: str, ignore_nulls: bool = False, alias_name: str | None = None) -> None:
-        super().__init__(on, ignore_nulls, alias_name, "unique")
+    _label = "unique"
+
+    def __init__(self, on: str, ignore_nulls: bool = False, alias_name: str | None = None,
+                 encode_lists: bool = False) -> None:
+        super().__init__(on, ignore_nulls, alias_name, self._label)
+        if not isinstance(encode_lists, bool):
+            from bridge.errors import BridgeValueError
+
+            msg = f"{self.name}: encode_lists must be True or False; got {encode_lists!r}"
+            raise BridgeValueError(msg, "pass encode_lists=True for the distinct elements of a list column")
+        #: The distinct ELEMENTS of a list column (its lists flattened one level), as Ray Data's ``encode_lists``.
+        self.encode_lists = encode_lists
 
     def _count(self) -> pc.CountOptions:
         return pc.CountOptions("only_valid" if self.ignore_nulls else "all")
@@ -764,12 +838,31 @@ class Unique(_Builtin):
     def map_specs(self) -> list[Spec]:
         return [(self.on, "distinct", self._count())]
 
+    def block_map_specs(self, schema: pa.Schema) -> list[Spec] | None:
+        i = schema.get_field_index(self.on) if self.on is not None else -1
+        t = schema.field(i).type if i >= 0 else None
+        if t is not None and (not _is_hashable(t) or (self.encode_lists and _is_list(t))):
+            return None  # Arrow's distinct takes no lists: accumulate_groups, in Python
+        return self.map_specs()
+
+    def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
+        """The state of a column Arrow cannot hash: per group, its distinct values (first occurrences)."""
+        assert self.on is not None
+        values = block.column(self.on).take(pc.list_flatten(rows)).combine_chunks()
+        owner = pc.list_parent_indices(rows).to_numpy()
+        if self.encode_lists and _is_list(values.type):
+            owner = owner[pc.list_parent_indices(values).to_numpy()]
+            values = pc.list_flatten(values)
+        return _first_distinct(values, owner, len(rows), self.ignore_nulls)
+
     def merge_specs(self) -> list[tuple[str, Any] | None]:
         return [None]
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         lists = states[0]
         original = pc.list_flatten(lists)
+        if not _is_hashable(original.type):
+            return _first_distinct(original, gid[pc.list_parent_indices(lists).to_numpy()], n, self.ignore_nulls)
         values = canonical_floats(original)
         owner = pa.array(gid[pc.list_parent_indices(lists).to_numpy()])
         if values is not original:
@@ -797,4 +890,68 @@ class Unique(_Builtin):
         return pa.ListArray.from_arrays(offsets, first.column("o_first").combine_chunks())
 
 
-__all__ = ["AbsMax", "AggregateFn", "Count", "Max", "Mean", "Min", "Quantile", "Std", "Sum", "Unique"]
+class CountDistinct(Unique):
+    """How many distinct values ``on`` has per group (``count_distinct(on)``; SQL's ``COUNT(DISTINCT on)``).
+
+    Null is not counted unless ``ignore_nulls=False`` (Ray Data's default, ``True``); every NaN counts once.
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"c": "A"}, {"c": "B"}, {"c": "A"}, {"c": None}]).aggregate(bridge.CountDistinct("c"))
+        {'count_distinct(c)': 2}
+    """
+
+    _label = "count_distinct"
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        return pc.list_value_length(super().finish(merged, states, gid, n)).cast(pa.int64())
+
+
+class AsList(_Builtin):
+    """Every value of ``on`` per group, as one list (``list(on)``), nulls included unless ``ignore_nulls``.
+
+    Example:
+        >>> import bridge
+        >>> bridge.from_items([{"x": 1}, {"x": None}, {"x": 3}]).aggregate(bridge.AsList("x"))
+        {'list(x)': [1, None, 3]}
+    """
+
+    _takes = staticmethod(_is_distinguishable)
+    _takes_words = "any type but tensors"
+
+    def __init__(self, on: str, alias_name: str | None = None, ignore_nulls: bool = False) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "list")
+
+    def map_specs(self) -> None:
+        return None  # accumulate_groups: Arrow's hash_list takes no lists
+
+    def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
+        """Per group, its values in the order of the block."""
+        assert self.on is not None
+        values = block.column(self.on).take(pc.list_flatten(rows)).combine_chunks()
+        return _group_lists(values, pc.list_parent_indices(rows).to_numpy(), len(rows), self.ignore_nulls)
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        lists = states[0]
+        return _group_lists(pc.list_flatten(lists), gid[pc.list_parent_indices(lists).to_numpy()], n, False)
+
+
+def _group_lists(values: pa.Array, owner: np.ndarray, n: int, skip_nulls: bool) -> pa.Array:
+    """One list per group ``g`` of ``n``: the ``values`` whose ``owner`` is ``g``, in their order."""
+    if skip_nulls:
+        keep = values.is_valid()
+        values, owner = values.filter(keep), owner[keep.to_numpy(zero_copy_only=False)]
+    order = np.argsort(owner, kind="stable")
+    lengths = np.bincount(owner, minlength=n).astype(np.int32) if len(owner) else np.zeros(n, dtype=np.int32)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    return pa.ListArray.from_arrays(offsets, values.take(pa.array(order, pa.int64())))
+
+
+__all__ = ["AbsMax", "AggregateFn", "AsList", "Count", "CountDistinct", "Max", "Mean", "Min", "Quantile", "Std", "Sum",
+           "Unique"]

@@ -115,7 +115,7 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
         specs.append((_first_name(k), "first", pc.ScalarAggregateOptions(skip_nulls=False)))
         names.append(_first_name(k))
     for i, agg in enumerate(aggs):
-        map_specs = agg.map_specs()
+        map_specs = agg.block_map_specs(block.schema)
         if map_specs is None:
             python_aggs.append(i)
             continue

@@ -9,8 +9,12 @@ shipped to the driver and the parts own their buffers.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, cast
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import ray
 
 from bridge.block import BlockMetadata
@@ -154,15 +158,20 @@ def split_proportionately(ds: Dataset, proportions: Sequence[float]) -> list[Mat
 
 
 def train_test_split(
-    ds: Dataset, test_size: float | int, *, shuffle: bool = False, seed: int | None = None
+    ds: Dataset, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
+    stratify: str | None = None,
 ) -> tuple[MaterializedDataset, MaterializedDataset]:
     """``(train, test)``: the last ``test_size`` rows (a fraction in (0, 1) or a row count) are the test set.
 
     A fraction cuts at row ``int(N * (1 - test_size))``, as Ray Data; both parts must then be non-empty.
+    With ``stratify`` (a column), each group of rows of one value of it (null one group) gives its last
+    ``int(n * fraction)`` rows to the test set, as Ray Data does (a row count is ``count / N``).
     """
     if isinstance(test_size, float) and not 0 < test_size < 1:
         msg = f"train_test_split: a float test_size must lie in (0, 1); got {test_size}"
         raise BridgeError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
+    if stratify is not None:
+        return _stratified_split(ds, test_size, shuffle, stratify)
     if shuffle:
         ds = ds.random_shuffle(seed=seed)
     bundles = _bundles_of(ds)  # one run: the size is computed from the very rows that are cut
@@ -176,4 +185,49 @@ def train_test_split(
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
         raise BridgeError(msg, "pass e.g. test_size=0.2")
     train, test = _cut_at(bundles, idx)
+    return train, test
+
+
+#: The column :func:`_stratified_split` marks each row's side in (dropped from both parts).
+_TRAIN = "__raybridge_train"
+
+
+def _flag_group(group: pa.Table, fraction: float) -> pa.Table:
+    """One group's rows with :data:`_TRAIN`: its last ``int(n * fraction)`` rows are test rows."""
+    n = group.num_rows
+    flags = np.arange(n) < n - int(n * fraction)
+    return group.append_column(_TRAIN, pa.array(flags, pa.bool_()))
+
+
+def _side(block: pa.Table, train: bool) -> pa.Table:
+    """The rows of ``block`` on one side of the split, without :data:`_TRAIN`."""
+    keep = block.column(_TRAIN) if train else pc.invert(block.column(_TRAIN))
+    return block.filter(keep).drop_columns([_TRAIN])
+
+
+def _stratified_split(ds: Dataset, test_size: float | int, shuffle: bool, stratify: str
+                      ) -> tuple[MaterializedDataset, MaterializedDataset]:
+    """``train_test_split(..., stratify=col)``: the same fraction of every group of ``col`` to the test set."""
+    from bridge.errors import BridgeValueError
+
+    if shuffle:
+        msg = f"train_test_split: shuffle=True and stratify={stratify!r} given together"
+        raise BridgeValueError(msg, "drop shuffle=True: a stratified split takes the same share of every class "
+                                    "(as Ray Data, which refuses both too)")
+    if not isinstance(stratify, str):
+        msg = f"train_test_split: stratify must be one column name; got {stratify!r}"
+        raise BridgeValueError(msg, "pass e.g. stratify='label'")
+    if isinstance(test_size, float):
+        fraction = test_size
+    else:
+        total = ds.count()
+        if not isinstance(test_size, int) or isinstance(test_size, bool) or not 0 <= test_size <= total:
+            msg = (f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; "
+                   f"got {test_size!r}")
+            raise BridgeError(msg, "pass e.g. test_size=0.2")
+        fraction = test_size / total if total else 0.0
+    flagged = ds.groupby(stratify).map_groups(partial(_flag_group, fraction=fraction),
+                                              batch_format="pyarrow").materialize()
+    train = flagged.map_batches(partial(_side, train=True), batch_format="pyarrow").materialize()
+    test = flagged.map_batches(partial(_side, train=False), batch_format="pyarrow").materialize()
     return train, test
