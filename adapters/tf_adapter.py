@@ -232,9 +232,10 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
 
     ``dtypes``: one ``tf.DType`` for every column or ``{column: tf.DType}``; the
     columns are cast after the rules of the module docstring.  A key naming no column, or a
-    cast to an integer dtype that would change a value (300 in int8, 2.5, NaN), is refused.
+    cast that would change a value (300 in int8, 2.5 or NaN to an integer dtype; 2**53 + 1 in
+    float64, 1e6 in float16), is refused.
     """
-    from .training_columns import check_dtype_columns, check_integer_cast
+    from .training_columns import check_dtype_columns, check_float_cast, check_integer_cast
 
     tf = _tf()
     where = "iter_tf_batches"
@@ -248,15 +249,28 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
             value = _to_tf_value(tf, block, name, spec, fill_nulls, where)
             tensor = value if isinstance(value, tf.RaggedTensor) else tf.convert_to_tensor(value, dtype=spec.dtype)
             want = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
-            if want is not None and want.is_integer:  # tf.cast wraps (300 -> 44 in int8) and cuts 1.5 to 1
+            if want is not None and (want.is_integer or want.is_floating):
+                # tf.cast wraps (300 -> 44 in int8), cuts 1.5 to 1, rounds 2**53 + 1 to 2**53 in float64
+                # and makes 1e6 inf in float16: refused, naming the value.
                 flat = value.flat_values.numpy() if isinstance(value, tf.RaggedTensor) else value
-                if isinstance(flat, np.ndarray):
+                if isinstance(flat, np.ndarray) and want.is_integer:
                     check_integer_cast(flat, int(want.min), int(want.max), name=name, target=f"tf.{want.name}",
                                        where=where, module="tf")
+                elif isinstance(flat, np.ndarray):
+                    check_float_cast(flat, _tf_cast_to(tf, want), float(want.max), name=name,
+                                     target=f"tf.{want.name}", where=where, module="tf")
             out[name] = tf.cast(tensor, want) if want is not None else tensor
         return out
 
     return fmt
+
+
+def _tf_cast_to(tf: Any, want: Any) -> Any:
+    """``tf.cast`` of an ndarray to the float dtype ``want``, given back as float64 values."""
+    def convert(values: np.ndarray) -> np.ndarray:
+        return np.asarray(tf.cast(tf.cast(tf.convert_to_tensor(values), want), tf.float64).numpy())
+
+    return convert
 
 
 def _tf_dtypes(tf: Any, dtypes: Any, where: str) -> Any:

@@ -28,8 +28,10 @@ variable-shape tensor         a list of tensors, one per row (``None`` for a nul
 the column (convert it, e.g. ``.float()``); a list of tensors (``None`` for a null row) goes back to
 the input column's type where its values fit it, so an unchanged list column keeps its type and nulls.
 
-``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules; a cast to an
-integer dtype that would change a value (wrap 2**40 in int32, cut 2.5, NaN) is refused, naming it.
+``dtypes`` (one ``torch.dtype`` or ``{column: dtype}``) casts after these rules; a cast that would
+change a value is refused, naming it: to an integer dtype (wrap 2**40 in int32, cut 2.5, NaN), to a
+float dtype (an integer it does not hold, 2**53 + 1 in float64; a finite value past its range, 1e6 in
+float16).  A float rounded to the nearest value of a narrower float (0.1 in float32) is the cast asked for.
 Tensors made on the CPU own their memory: where a column's tensor would be a
 view of the block's Arrow buffers (in a block read from Ray's object store, the
 store's memory), it is copied, so that an in-place change to a batch
@@ -132,16 +134,26 @@ def _int_range(torch: Any, dtype: Any) -> tuple[int, int] | None:
 
 
 def _check_cast(torch: Any, name: str, arr: np.ndarray, dtype: Any, error: Any = None) -> None:
-    """``dtypes`` casting ``arr`` to an integer dtype must keep every value (torch wraps: 2**40 -> 0 in int32,
-    and cuts 1.5 to 1); checked only where the dtype does not hold every value of ``arr``'s type."""
+    """``dtypes`` casting ``arr`` must keep every value: to an integer dtype (torch wraps: 2**40 -> 0 in int32,
+    and cuts 1.5 to 1) and to a float dtype (2**53 + 1 -> 2**53 in float64, 1e6 -> inf in float16); checked
+    only where the dtype does not hold every value of ``arr``'s type."""
     from bridge.errors import BridgeValueError
 
-    from .training_columns import check_integer_cast
+    from .training_columns import check_float_cast, check_integer_cast
 
     bounds = _int_range(torch, dtype)
     if bounds is not None:
         check_integer_cast(arr, *bounds, name=name, target=str(dtype), where="torch", module="torch",
                            error=error or BridgeValueError)
+    elif dtype.is_floating_point:
+        def convert(values: np.ndarray) -> np.ndarray:
+            # Unsigned ints through float64 (torch takes no uint64 array): that rounds no integer to one the
+            # target holds exactly, so a value the target cannot hold is still found.
+            wide = values.astype(np.float64) if values.dtype.kind in "uf" else values
+            return torch.from_numpy(np.ascontiguousarray(wide)).to(dtype).to(torch.float64).numpy()
+
+        check_float_cast(arr, convert, float(torch.finfo(dtype).max), name=name, target=str(dtype), where="torch",
+                         module="torch", error=error or BridgeValueError)
 
 
 def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarray:
@@ -155,6 +167,7 @@ def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarra
                 "cast the column to int64 or float64 before exporting")
         raise UnsupportedTypeError(msg, hint)
     if getattr(dtype, "is_floating_point", False):
+        _check_cast(torch, name, arr, dtype, UnsupportedTypeError)
         return arr.astype(np.float64)
     _check_cast(torch, name, arr, dtype, UnsupportedTypeError)
     return arr.astype(np.int64)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -156,6 +157,69 @@ def check_integer_cast(values: np.ndarray, lo: int, hi: int, *, name: str, targe
                    f"cut it to {int(bad)}")
             raise error(msg, f"keep a float dtype for {name!r} ({module}.{src}), or round the column first "
                              f"(ds.map_batches)")
+
+
+#: Mantissa bits of the float dtypes ``dtypes`` may name: every integer up to 2**(bits + 1) is exact in them.
+FLOAT_MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+
+
+def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndarray], largest: float, *, name: str,
+                     target: str, where: str, module: str, error: type[BridgeError] = BridgeValueError) -> None:
+    """Raise ``error`` where ``dtypes`` casting ``values`` to the float type ``target`` would change a value
+    more than rounding a float to the nearest float of ``target`` does: an integer the type does not hold
+    (2**53 + 1 in float64 became 2**53, 16777217 in float32 16777216: another integer, an id that names
+    another row), or a finite value past the type's largest (``largest``), which became inf.
+
+    ``convert``: the framework's cast of an array, given back as float64 values.  Free where
+    the values' own type fits the target (a widening cast); else one min and one max, and the cast of the
+    values past the exact range only.  ``module``: ``torch`` / ``tf``, for the hint.
+    """
+    kind = values.dtype.kind
+    short = target.rsplit(".", 1)[-1]
+    if kind not in "iuf" or values.size == 0 or short not in FLOAT_MANTISSA_BITS:
+        return
+    src = values.dtype.name
+    flat = values.reshape(-1)
+    if kind in "iu":
+        exact = 2 ** (FLOAT_MANTISSA_BITS[short] + 1)
+        info = np.iinfo(values.dtype)
+        if -exact <= int(info.min) and int(info.max) <= exact:
+            return
+        if -exact <= int(flat.min()) and int(flat.max()) <= exact:
+            return
+        far = flat[(flat > exact) | (flat < -exact)] if info.min < 0 else flat[flat > exact]
+        with np.errstate(all="ignore"):
+            conv = convert(far)
+        # Compared as integers (NumPy compares an int64 with a float64 as floats: 2**53 + 1 == 2**53).
+        inside = np.isfinite(conv) & (conv >= float(info.min)) & (conv < float(info.max) + 1.0)
+        with np.errstate(all="ignore"):
+            back = np.where(inside, conv, 0.0).astype(values.dtype)
+        bad = ~inside | (back != far)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            value, became = int(far[i]), float(conv[i])
+            shown = "inf" if math.isinf(became) else f"{int(became)}"
+            wider = f"pass {module}.float64 (exact for every integer up to 2**53), " if short != "float64" else ""
+            msg = (f"{where}: column {name!r} ({src}) holds {value}, which {short} cannot hold exactly; "
+                   f"dtypes={target} would make it {shown}")
+            raise error(msg, f"keep an integer dtype for {name!r} ({module}.{src if kind == 'i' else 'int64'}), "
+                             f"{wider}or leave {name!r} out of dtypes")
+        return
+    if np.finfo(values.dtype).max <= largest:
+        return
+    with np.errstate(all="ignore"):
+        finite = flat[np.isfinite(flat)]
+        if not finite.size or max(-float(finite.min()), float(finite.max())) <= largest:
+            return
+        far = finite[np.abs(finite) > largest]
+        conv = convert(far)
+    bad = np.isinf(conv)
+    if bad.any():
+        value = far[int(np.flatnonzero(bad)[0])].item()
+        msg = (f"{where}: column {name!r} ({src}) holds {value!r}, past {short}'s largest value ({largest:g}); "
+               f"dtypes={target} would make it inf")
+        raise error(msg, f"pass a wider float dtype for {name!r} ({module}.{src}), or scale or clip the column "
+                         f"first (ds.map_batches)")
 
 
 def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:

@@ -133,6 +133,8 @@ def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
         if all(a.ndim == 1 for a in arrays) and first.ndim == 1:
             return pa.array([None if v is None else v for v in items])
         if len(arrays) == len(items) and all(a.shape == first.shape for a in arrays):
-            return tensor.fixed_tensor_array(np.stack(arrays))
+            stacked = np.stack(arrays)
+            if tensor.is_tensor_dtype(stacked.dtype):  # (strings, times: each row its own, below)
+                return tensor.fixed_tensor_array(stacked)
         return tensor.variable_tensor_array(items)
     return pa.array(items)

@@ -202,14 +202,35 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
         masked = int(np.ma.getmaskarray(arr).sum())
         raise BatchTypeError(f"an n-d masked array with {masked} masked element(s) cannot become a tensor column "
                              "(a tensor element cannot be null): fill them first, e.g. arr.filled(0)")
+    if arr.ndim == 0:
+        raise BatchTypeError(f"a 0-d array ({arr.dtype}, one value) is not a column of rows",
+                             "make it one: np.atleast_1d(x) for one row, or np.full(n, x) for n rows")
+    if arr.dtype.names is not None:
+        return _struct_column(arr)
     if arr.ndim >= 2:
-        return tensor.fixed_tensor_array(arr)
+        if tensor.is_tensor_dtype(arr.dtype):
+            return tensor.fixed_tensor_array(arr)
+        # Strings, times, objects: Arrow's tensor holds numbers only. One value per row as it is: a list
+        # column of the row's values (2-d), a variable-shape tensor of each row (n-d; each row keeps its shape).
+        return object_column(list(arr), like)
     if arr.dtype == object:
         return object_column(arr, like)
     if arr.dtype.kind in "US":
         return pa.array(arr.tolist(), type=pa.string() if arr.dtype.kind == "U" else pa.binary())
     values = tensor.numeric_array(arr)
     return pa.array(arr) if values is None else values
+
+
+def _struct_column(arr: np.ndarray) -> pa.Array:
+    """A 1-d structured array -> a struct column, one field per member, each by the rules of its dtype."""
+    if arr.ndim != 1:
+        raise BatchTypeError(f"a {arr.ndim}-d structured array ({arr.dtype}) has no Arrow type",
+                             "give one row per record: arr.reshape(-1), or a column per field ({n: arr[n] ...})")
+    names = list(arr.dtype.names or ())
+    children = [_ndarray_column(np.ascontiguousarray(arr[n])) for n in names]
+    mask = pa.array(np.ma.getmaskarray(arr)) if isinstance(arr, np.ma.MaskedArray) and np.ma.getmask(arr).any() \
+        else None
+    return pa.StructArray.from_arrays(children, names=names, mask=mask)
 
 
 #: NumPy datetime64 / timedelta64 units Arrow has (datetime64[D] becomes ``date32``).

@@ -20,6 +20,20 @@ everything else                                    Arrow's ``to_pandas`` (timest
                                                    Categorical, Decimal, date, bytes, str objects)
 =================================================  ==========================================================
 
+A block made from a frame (``from_pandas``, ``from_dask``, ``from_modin``, a pandas batch)
+carries pandas metadata naming each column's dtype there; where the rules above would give
+another dtype, the frame's comes back (:func:`frame_dtype`), as Ray Data and pyarrow give it:
+
+=================================================  ==========================================================
+the frame's column                                 pandas column
+=================================================  ==========================================================
+NumPy ``float16/32/64`` (NaN was its missing       that NumPy dtype, null read as NaN (not masked ``Float64``)
+value, stored as null)
+``ArrowDtype`` (``int32[pyarrow]``, ...)            that ``ArrowDtype`` (not the masked or object dtype)
+``object`` of Python ints / bools / floats with    ``object`` of those Python values and ``None`` (not a
+``None``, of lists, dicts or ``datetime.time``     masked or ``ArrowDtype`` column)
+=================================================  ==========================================================
+
 Back (:func:`pandas_to_block`) pandas' own convention holds for NumPy float
 columns (NaN is missing, as ``pyarrow.Table.from_pandas`` reads it); a masked
 or ``ArrowDtype`` column converts exactly; an object column of ndarrays whose
@@ -180,6 +194,55 @@ def _pyarrow_strings(entry: Any, t: pa.DataType) -> bool:
     return isinstance(entry, dict) and entry.get("numpy_type") == "string" and pa.types.is_large_string(t)
 
 
+#: What :func:`frame_dtype` says of a column: the frame held it as a NumPy float (NaN for missing), or
+#: as Python objects.
+FRAME_FLOAT = "float"
+FRAME_OBJECT = "object"
+
+
+def frame_dtype(entry: Any, t: pa.DataType) -> Any:
+    """How the frame a block was made from held a column of Arrow type ``t``, where this module's own
+    rule would give it another dtype; ``None`` where it would not (or the metadata does not say).
+
+    ``entry``: the column's entry in the block's pandas metadata (``numpy_type`` is the frame's dtype).
+    Gives a ``pandas.ArrowDtype`` (the frame's, when it is ``t`` itself), :data:`FRAME_FLOAT` (a NumPy
+    float column of ``t``'s width, whose NaNs pyarrow stored as nulls) or :data:`FRAME_OBJECT` (an
+    object column of Python values that Arrow holds as ``t``).
+    """
+    numpy_type = entry.get("numpy_type") if isinstance(entry, dict) else None
+    if not isinstance(numpy_type, str):
+        return None
+    if numpy_type.endswith("[pyarrow]"):
+        import pandas as pd
+
+        try:
+            # "string[pyarrow]" names ``ArrowDtype(pa.string())`` here (a ``StringDtype`` is "string"), but
+            # pandas parses it as ``StringDtype("pyarrow")``.
+            dtype = pd.ArrowDtype(pa.string()) if numpy_type == "string[pyarrow]" \
+                else pd.api.types.pandas_dtype(numpy_type)
+        except (TypeError, ValueError, NotImplementedError):
+            return None  # (pyarrow names a decimal's precision, which pandas cannot parse)
+        return dtype if isinstance(dtype, pd.ArrowDtype) and dtype.pyarrow_dtype == t else None
+    if numpy_type in ("float16", "float32", "float64"):
+        width = np.dtype(numpy_type).itemsize * 8
+        return FRAME_FLOAT if pa.types.is_floating(t) and t.bit_width == width else None
+    if numpy_type == "object" and (
+            _maskable(t) or (_arrow_backed(t) and not (pa.types.is_time(t) and t.unit == "ns"))):
+        return FRAME_OBJECT  # (datetime.time has no nanoseconds: such a column stays ArrowDtype)
+    return None
+
+
+def _python_objects(col: pa.ChunkedArray) -> Any:
+    """A column as an object Series of its Python values, ``None`` for null (ints exact, lists as lists)."""
+    import pandas as pd
+
+    values = col.to_pylist()
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):  # (one by one: NumPy would make equal-length lists a 2-d array)
+        out[i] = v
+    return pd.Series(out, dtype=object)
+
+
 def _plain_labels(column_indexes: Any) -> bool:
     """Whether pandas metadata describes plain labels (one unnamed level of strings), or none: nothing
     to restore, so no empty conversion to learn them."""
@@ -203,9 +266,18 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
     entries = {e.get("field_name"): e for e in (meta or {}).get("columns", []) if isinstance(e, dict)}
     special: dict[str, Any] = {}
     for name, col in zip(block.column_names, block.columns):
+        origin = frame_dtype(entries.get(name), col.type)
+        if isinstance(origin, pd.ArrowDtype):
+            special[name] = pd.Series(pd.arrays.ArrowExtensionArray(col))
+            continue
         wants_mask = column_needs_nullable(col) if nullable is None else name in nullable
         if name in index_cols and (entries.get(name) or {}).get("numpy_type") in _MASKED_NAMES:
             wants_mask = True  # an ``Int64`` index without nulls is still an ``Int64`` index
+        if origin == FRAME_FLOAT:
+            wants_mask = False  # Arrow's own conversion: the frame's NumPy float, null read as NaN
+        elif origin == FRAME_OBJECT and (_arrow_backed(col.type) or (wants_mask and _maskable(col.type))):
+            special[name] = _python_objects(col)
+            continue
         if tensor.is_tensor(col.type) or _arrow_backed(col.type) or (wants_mask and _maskable(col.type)):
             special[name] = _convert_column(col, wants_mask)
         elif _zoned_dictionary(col.type):
@@ -375,6 +447,14 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
     columns a table without rows (here it keeps its row count).
     """
     labels = df.columns
+    names = [str(c) for c in labels]
+    if len(set(names)) != len(names):
+        # (pyarrow raised a ValueError, or for labels 0 and "0" made two fields of one name)
+        from bridge.errors import BridgeValueError
+
+        dupes = sorted({c for c in names if names.count(c) > 1})
+        raise BridgeValueError(f"cannot convert the DataFrame to Arrow: duplicate column names {dupes}",
+                               "give every column its own name (df.columns = [...]) before converting")
     if len(labels) == 0 and preserve_index is False:
         # pyarrow makes a frame without columns a table without rows: its rows would be lost.
         from bridge.block import table_without_columns
@@ -388,7 +468,34 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
             described = pa.Table.from_pandas(df.iloc[:0], preserve_index=None).schema.pandas_metadata
             meta["column_indexes"] = described["column_indexes"]
             table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
+    if not (labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
+        _check_labels_come_back(labels, table.schema)
     return table
+
+
+def _check_labels_come_back(labels: Any, schema: pa.Schema) -> None:
+    """Column labels that are not plain strings must come back from the pandas metadata as they were.
+
+    Arrow names fields with strings; pyarrow restores int, float, tuple and named labels from the
+    metadata, but not all: labels ``[True, False]`` came back ``[True, True]`` (``bool("False")``) and
+    ``[0, "a"]`` as ``["0", "a"]``, without a word.  Those are refused, saying how to name them.
+    """
+    from bridge.block import empty_table
+
+    try:
+        back = empty_table(schema).to_pandas().columns
+        same = len(back) == len(labels) and list(back) == list(labels) and all(
+            type(a) is type(b) for a, b in zip(back, labels)) and list(back.names) == list(labels.names)
+    except (TypeError, ValueError, pa.ArrowException):
+        same = False
+    if not same:
+        from bridge.errors import BridgeValueError
+
+        shown = list(labels[:5])
+        raise BridgeValueError(
+            f"cannot convert the DataFrame to Arrow: its column labels {shown}{' ...' if len(labels) > 5 else ''} "
+            f"({labels.inferred_type}) would not come back as they are (Arrow names columns with strings)",
+            "give the columns string labels (df.columns = df.columns.map(str)) or labels of one kind (all ints)")
 
 
 def _from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) -> pa.Table:

@@ -17,6 +17,8 @@ import json
 import numpy as np
 import pyarrow as pa
 
+from bridge.errors import UnsupportedTypeError
+
 
 def is_fixed_tensor(t: pa.DataType) -> bool:
     return isinstance(t, pa.FixedShapeTensorType)
@@ -143,9 +145,20 @@ def _fixed_values(col: pa.ExtensionArray) -> np.ndarray:
     return flat.transpose([0, *[1 + int(a) for a in np.argsort(perm)]])
 
 
+def is_tensor_dtype(dtype: np.dtype) -> bool:
+    """Whether a fixed-shape tensor holds values of ``dtype``: numbers and bools (Arrow's tensor takes no
+    strings, times or objects: pyarrow made such a column, then could not read it back)."""
+    return dtype.kind in "biuf" and dtype.names is None
+
+
 def fixed_tensor_array(arr: np.ndarray) -> pa.ExtensionArray:
     """``(rows, *shape)`` ndarray -> ``arrow.fixed_shape_tensor`` array (no copy if contiguous; bools are
-    bit-packed, as Arrow holds them, and come back as bools)."""
+    bit-packed, as Arrow holds them, and come back as bools).
+
+    Numbers and bools only (:func:`is_tensor_dtype`): any other dtype raises ``UnsupportedTypeError``."""
+    if not is_tensor_dtype(arr.dtype):
+        raise UnsupportedTypeError(f"a tensor column holds numbers or bools; got a {arr.dtype} array of shape "
+                                   f"{arr.shape}", "store such rows as a list column (one list per row)")
     arr = np.ascontiguousarray(arr)
     if arr.dtype == np.bool_ and arr.shape[0] and arr.size:
         shape = list(arr.shape[1:])

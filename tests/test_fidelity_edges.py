@@ -185,11 +185,15 @@ def test_to_torch_rows_with_drop_last_lose_no_row():
 
 
 def test_uint64_with_a_float_dtype_keeps_the_values_and_int64_refuses_what_wraps():
-    ds = bridge.from_arrow(pa.table({"u": pa.array([2**63, 2**64 - 1, 5], pa.uint64())}))
+    # (2**64 - 2**11 is a float64; 2**64 - 1 is not, and float64 would round it: refused, test_conversion_differential_s43)
+    ds = bridge.from_arrow(pa.table({"u": pa.array([2**63, 2**64 - 2**11, 5], pa.uint64())}))
     got = next(iter(ds.iter_torch_batches(dtypes=torch.float64)))["u"].tolist()
-    assert got == [float(2**63), float(2**64 - 1), 5.0]
+    assert got == [float(2**63), float(2**64 - 2**11), 5.0]
     with pytest.raises(UnsupportedTypeError, match="above int64"):
         next(iter(ds.iter_torch_batches(dtypes=torch.int64)))
+    lossy = bridge.from_arrow(pa.table({"u": pa.array([2**64 - 1], pa.uint64())}))
+    with pytest.raises(UnsupportedTypeError, match="float64 cannot hold exactly"):
+        next(iter(lossy.iter_torch_batches(dtypes=torch.float64)))
     small = bridge.from_arrow(pa.table({"u": pa.array([2**62, 5], pa.uint64())}))
     assert next(iter(small.iter_torch_batches(dtypes=torch.int64)))["u"].tolist() == [2**62, 5]
 
