@@ -24,6 +24,7 @@ RecordBatch is accepted.  Rules, written here because users depend on them:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -366,6 +367,16 @@ def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array |
     try:
         return _to_arrow_column(name, value, like)
     except (pa.ArrowTypeError, pa.ArrowInvalid) as err:
+        na = _pandas_na()
+        if na is not None and isinstance(value, (list, tuple, np.ndarray)) and value.__class__ is not str:
+            # pandas' missing value inside a row (``list(df["x"])`` of an Int64 column holds ``pd.NA``): pyarrow
+            # takes it at the top level only. It is a null, at any depth.
+            cleaned = [_na_to_none(v, na) for v in value]
+            if any(a is not b for a, b in zip(cleaned, value)):
+                try:
+                    return _to_arrow_column(name, cleaned, like)
+                except (pa.ArrowTypeError, pa.ArrowInvalid):
+                    pass
         try:
             kinds = sorted({type(v).__name__ for v in list(value[:10_000])})
         except Exception:  # noqa: BLE001 - only for the message: a value that cannot be sliced says nothing more
@@ -374,6 +385,28 @@ def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array |
         msg = (f"column {name!r} cannot become one Arrow column{found}: {err}. Give it one type per column; "
                "for a missing value in a column of strings or objects use None, not float('nan')")
         raise BatchTypeError(msg) from err
+
+
+def _pandas_na() -> Any:
+    """``pandas.NA`` where pandas is imported (a value can hold it only then), else ``None``."""
+    pd = sys.modules.get("pandas")
+    return getattr(pd, "NA", None) if pd is not None else None
+
+
+def _na_to_none(value: Any, na: Any) -> Any:
+    """``value`` with every ``pandas.NA`` in it (in lists, tuples, dicts, object arrays) as ``None``;
+    ``value`` itself where it holds none."""
+    if value is na:
+        return None
+    if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray) and value.dtype == object):
+        items = [_na_to_none(v, na) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if not isinstance(value, tuple) else tuple(items)
+    if isinstance(value, dict):
+        pairs = {k: _na_to_none(v, na) for k, v in value.items()}
+        return value if all(pairs[k] is v for k, v in value.items()) else pairs
+    return value
 
 
 def to_block(batch: Any, like: pa.Schema | None = None) -> Block:

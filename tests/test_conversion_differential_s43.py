@@ -23,6 +23,9 @@ with a Hint.  Each test fails on the code before its fix.
 7. ``iter_torch_batches`` / ``iter_tf_batches`` with a float ``dtypes`` rounded integers the float does
    not hold (2**53 + 1 -> 2**53) and made finite values inf (1e6 in float16), as Ray Data does; now
    refused naming the column and value (integer ``dtypes`` already were).
+8. A pandas function returning ``pd.NA`` inside a row (``{"all": [list(df["x"])]}`` of an ``Int64``
+   column with a null, in ``map_groups`` / ``map_batches(batch_format="pandas")``) failed
+   ("Could not convert <NA>"); Ray Data pickles the row.  ``pd.NA`` is pandas' null, at any depth.
 
 Not fixed (reported): an ``ArrowDtype`` decimal column comes back as objects (pyarrow's pandas
 metadata records only ``object``); a Decimal of another exponent in an object column comes back
@@ -232,3 +235,13 @@ def test_tf_float_dtypes_that_would_change_a_value_are_refused_and_others_kept()
     ok = next(iter(bridge.from_arrow(pa.table({"x": pa.array([2**53, 3])})).iter_tf_batches(
         batch_size=2, dtypes=tf.float64)))["x"]
     assert ok.dtype == tf.float64 and ok.numpy().tolist() == [2.0**53, 3.0]
+
+
+def test_pandas_na_inside_a_returned_row_is_a_null():
+    ds = bridge.from_items([{"k": 1, "x": 1}, {"k": 1, "x": None}, {"k": 2, "x": 3}])
+    grouped = ds.groupby("k").map_groups(lambda df: {"all": [list(df["x"])]}).take_all()
+    assert sorted(grouped, key=lambda r: len(r["all"])) == [{"all": [3]}, {"all": [1, None]}]
+    nested = ds.map_batches(lambda df: {"r": [{"v": df["x"].iloc[1], "l": [pd.NA, 2]}] * len(df)},
+                            batch_format="pandas").take_all()
+    assert nested == [{"r": {"v": None, "l": [None, 2]}}] * 3
+    assert ds.map_batches(lambda df: {"r": [(pd.NA,)] * len(df)}, batch_format="pandas").take(1) == [{"r": [None]}]
