@@ -8,6 +8,11 @@ the columns asked for, and applies ``filter`` row by row.  Hive partition
 directories (``year=2024/``) become columns and prune whole files; their types
 are those :mod:`bridge.io.partitioning` gives (the ``_common_metadata`` that
 ``write_parquet(partition_cols=...)`` writes, or inferred from the names).
+
+Tensor columns are read as this library's tensor types, Ray Data's included (whose shape pyarrow
+reads only where ``ray.data`` is imported): :mod:`bridge.io.ray_tensor_files` types them from
+each footer, :mod:`bridge.io.parquet_schema` unifies their shapes across files, and each read
+task scans such a column as its file stores it and converts it after the scan.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
 from bridge.io.partitioning import FileOrder, filter_files
 from bridge.io.paths import FileReadError, expand_paths
+from bridge.io.ray_tensor_files import TensorSource, convert_column, file_tensors, needs_conversion, refuse
 
 _HINT = "the file is not Parquet or is truncated (an interrupted write?); delete or re-write it"
 #: Rows per record batch inside a task: large batches mean few chunks per block.
@@ -93,8 +99,12 @@ class ParquetDatasource(Datasource):
         paths = [f.path for f in files]
         partitioning, casts = _partitioning(partitioning, paths, self.filesystem, schema)
         self.dataset = _open_dataset(paths, self.filesystem, partitioning, schema)
+        #: By file: the tensor columns its read converts after the scan (see :func:`_tensor_plan`).
+        self.tensors: dict[str, dict[str, TensorSource]] = {}
+        #: Tensor columns no file can be read as (a Ray Data tensor of strings): refused where read.
+        self.refused: dict[str, TensorSource] = {}
         if schema is None:
-            self.dataset = _with_unified_schema(self.dataset)
+            self.dataset, self.tensors, self.refused = _with_unified_schema(self.dataset)
             if casts:  # pyarrow casts the values parsed from the names to the dataset's types
                 final = pa.schema([f.with_type(casts.get(f.name, f.type)) for f in self.dataset.schema],
                                   metadata=self.dataset.schema.metadata)
@@ -107,6 +117,7 @@ class ParquetDatasource(Datasource):
         self.columns = None if columns is None else list(columns)
         if self.columns is not None:
             _check_columns(self._scan_columns() or [], self.schema)
+        self._check_refused(self._scan_columns())
         self.units = _plan_units(self.dataset, self.filter)
         self.exact_num_rows = self.filter is None
 
@@ -128,7 +139,14 @@ class ParquetDatasource(Datasource):
         _check_columns([c for c in columns if not (self.include_paths and c == PATH_COLUMN)], self.schema)
         out = self._copy()
         out.columns = list(columns)
+        out._check_refused(out._scan_columns())
         return out
+
+    def _check_refused(self, columns: list[str] | None) -> None:
+        """Raise for a selected tensor column that no file's values can be read as (see ``self.refused``)."""
+        for name, source in self.refused.items():
+            if columns is None or name in columns:
+                raise refuse(name, source)
 
     def with_limit(self, limit: int) -> ParquetDatasource:
         out = self._copy()
@@ -176,7 +194,8 @@ class ParquetDatasource(Datasource):
             rows = sum(u.num_rows for u in group)
             nbytes = int(sum(u.size_bytes for u in group) * self._projected_fraction())
             read = _ParquetRead(_by_file(group), self.schema, self._scan_columns(), self.filter,
-                                self._path_position())
+                                self._path_position(),
+                                {u.path: self.tensors[u.path] for u in group if u.path in self.tensors})
             files = sorted({u.path for u in group})
             tasks.append(ReadTask(read, meta(rows if self.filter is None else 0, nbytes, out_schema, files)))
         return tasks
@@ -242,29 +261,47 @@ def _partitioning(partitioning: Any, paths: list[str], fs: pafs.FileSystem,
 def _open_dataset(paths: list[str], fs: pafs.FileSystem, partitioning: Any, schema: pa.Schema | None) -> pds.Dataset:
     try:
         return pds.dataset(paths, schema=schema, format="parquet", filesystem=fs, partitioning=partitioning)
-    except (pa.ArrowInvalid, OSError) as err:
+    except (ValueError, OSError) as err:  # (pa.ArrowInvalid is a ValueError; so is Ray Data's refusal below)
         bad = next((p for p in paths if p in str(err)), paths[0])
         msg = f"cannot read Parquet file {bad!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
-        raise FileReadError(msg, _HINT) from err
+        raise FileReadError(msg, _hint_for(err)) from err
 
 
-def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
-    """``dataset`` read with every file's schema unified (``pyarrow.dataset`` takes the first file's).
+#: What Ray Data's tensor types raise (where ``ray.data`` is imported) for metadata Ray 2.49-2.54 pickled.
+_RAY_PICKLED_METADATA = "RAY_DATA_AUTOLOAD_CLOUDPICKLE_TENSOR_METADATA"
+
+
+def _hint_for(err: BaseException) -> str:
+    if _RAY_PICKLED_METADATA in str(err):
+        return ("the file has a tensor column written by Ray 2.49-2.54, whose metadata Ray Data (imported in this "
+                "process) refuses to unpickle; read it in a process that has not imported ray.data (read_parquet "
+                f"reads that metadata as plain numbers, running no code), or set {_RAY_PICKLED_METADATA}=1 if you "
+                "trust the file")
+    return _HINT
+
+
+def _with_unified_schema(
+    dataset: pds.Dataset,
+) -> tuple[pds.Dataset, dict[str, dict[str, TensorSource]], dict[str, TensorSource]]:
+    """``dataset`` read with every file's schema unified (``pyarrow.dataset`` takes the first file's), with
+    the tensor columns each file's read converts and those refused (:func:`_tensor_plan`).
 
     Reads every footer, in a thread pool; pyarrow keeps each footer on its fragment,
     so planning the row groups afterwards reads none again.
     """
     fragments = list(dataset.get_fragments())
     if len(fragments) <= 1:
-        restored = _seconds_restored(dataset.schema, fragments[0] if fragments else None)
+        typed, sources = file_tensors(dataset.schema, fragments[0].path) if fragments else (dataset.schema, {})
+        restored = _seconds_restored(typed, fragments[0] if fragments else None)
+        tensors, refused = _tensor_plan([f.path for f in fragments], [sources], restored)
         if restored is dataset.schema:
-            return dataset
-        return pds.FileSystemDataset(fragments, restored, dataset.format, dataset.filesystem)
+            return dataset, tensors, refused
+        return pds.FileSystemDataset(fragments, restored, dataset.format, dataset.filesystem), tensors, refused
 
     def read(frag: Any) -> pa.Schema:
         try:
             return frag.physical_schema
-        except (pa.ArrowInvalid, OSError) as err:
+        except (ValueError, OSError) as err:
             raise _unreadable(frag.path, err) from err
 
     if len(fragments) <= 4:
@@ -272,15 +309,33 @@ def _with_unified_schema(dataset: pds.Dataset) -> pds.Dataset:
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(16, len(fragments))) as pool:
             schemas = list(pool.map(read, fragments))
-    unified = _seconds_restored(unify_file_schemas([f.path for f in fragments], schemas), fragments[0])
+    paths = [f.path for f in fragments]
+    typed = [file_tensors(schema, path) for schema, path in zip(schemas, paths)]
+    unified = _seconds_restored(unify_file_schemas(paths, [t[0] for t in typed]), fragments[0])
+    tensors, refused = _tensor_plan(paths, [t[1] for t in typed], unified)
     # Hive partition keys are columns of the dataset, not of any file: keep them, last.
     partition_keys = [f for f in dataset.schema if f.name not in unified.names]
     for field in partition_keys:
         unified = unified.append(field)
     if unified.equals(dataset.schema, check_metadata=True):
-        return dataset
+        return dataset, tensors, refused
     # The same fragments (footers already read), viewed through the unified schema.
-    return pds.FileSystemDataset(fragments, unified, dataset.format, dataset.filesystem)
+    return pds.FileSystemDataset(fragments, unified, dataset.format, dataset.filesystem), tensors, refused
+
+
+def _tensor_plan(paths: list[str], sources: list[dict[str, TensorSource]],
+                 schema: pa.Schema) -> tuple[dict[str, dict[str, TensorSource]], dict[str, TensorSource]]:
+    """By file, the tensor columns whose scan (as the file stores them) is converted to ``schema``'s type after it:
+    Ray Data's, and a shape unified into a variable-shape tensor; and the columns no file can be read as."""
+    tensors: dict[str, dict[str, TensorSource]] = {}
+    refused: dict[str, TensorSource] = {}
+    for path, by_column in zip(paths, sources):
+        for name, source in by_column.items():
+            if source.problem is not None:
+                refused.setdefault(name, source)
+            elif name in schema.names and needs_conversion(source, schema.field(name).type):
+                tensors.setdefault(path, {})[name] = source
+    return tensors, refused
 
 
 def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
@@ -336,7 +391,7 @@ def _stored_as(t: pa.DataType) -> pa.DataType | None:
 
 def _unreadable(path: str, err: BaseException) -> FileReadError:
     msg = f"cannot read Parquet file {path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
-    return FileReadError(msg, _HINT)
+    return FileReadError(msg, _hint_for(err))
 
 
 def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002
@@ -346,9 +401,9 @@ def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Un
     def split(frag: Any) -> list[_Unit]:
         try:
             pieces = frag.split_by_row_group(filter=filter, schema=dataset.schema)
-        except (pa.ArrowInvalid, OSError) as err:
+        except (ValueError, OSError) as err:
             msg = f"cannot read Parquet file {frag.path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
-            raise FileReadError(msg, _HINT) from err
+            raise FileReadError(msg, _hint_for(err)) from err
         units = []
         for piece in pieces:
             rg = piece.row_groups[0]
@@ -413,33 +468,47 @@ class _ParquetRead:
     columns: list[str] | None
     filter: pds.Expression | None
     path_at: int | None = None  # include_paths: the position of the ``path`` column
+    #: By file: tensor columns scanned as the file stores them, converted to ``schema``'s type after.
+    tensors: dict[str, dict[str, TensorSource]] = dataclasses.field(default_factory=dict)
 
     def __call__(self) -> Iterator[pa.Table]:
         for frag in self.fragments:
+            tensors = self.tensors.get(frag.path, {})
+            scan_schema = self.schema
+            for name, source in tensors.items():
+                i = scan_schema.get_field_index(name)
+                scan_schema = scan_schema.set(i, pa.field(name, source.storage, scan_schema.field(i).nullable))
             try:
                 table = frag.to_table(
-                    schema=self.schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
+                    schema=scan_schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
                 )
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as err:
+            except (ValueError, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as err:
                 detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                cast = _cast_failure(frag, self.schema, self.columns, detail)
+                cast = _cast_failure(frag, self.schema, self.columns, detail, set(tensors))
                 if cast is not None:
                     raise cast from err
                 msg = f"cannot read Parquet file {frag.path!r} (row groups {[rg.id for rg in frag.row_groups]}): {detail}"
-                raise FileReadError(msg, _HINT) from err
+                raise FileReadError(msg, _hint_for(err)) from err
+            for name, source in tensors.items():
+                if name in table.column_names:
+                    i = table.column_names.index(name)
+                    field = self.schema.field(name)
+                    table = table.set_column(i, field, convert_column(table.column(i), source, field.type, name,
+                                                                      frag.path))
             if self.path_at is not None:
                 table = table.add_column(self.path_at, PATH_COLUMN, pa.array([frag.path] * table.num_rows, pa.string()))
             yield table
 
 
-def _cast_failure(frag: Any, schema: pa.Schema, columns: list[str] | None, detail: str) -> SchemaMismatchError | None:
+def _cast_failure(frag: Any, schema: pa.Schema, columns: list[str] | None, detail: str,
+                  converted: set[str] | frozenset[str] = frozenset()) -> SchemaMismatchError | None:
     """The error for a file whose column could not be cast to the read schema, or None if that is not the cause."""
     try:
         physical = frag.physical_schema
-    except (pa.ArrowInvalid, OSError):
+    except (ValueError, OSError):
         return None
     wanted = schema.names if columns is None else columns
-    differ = [n for n in wanted if n in physical.names and n in schema.names
+    differ = [n for n in wanted if n in physical.names and n in schema.names and n not in converted
               and physical.field(n).type != schema.field(n).type]
     if not differ:
         return None

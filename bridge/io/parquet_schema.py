@@ -16,7 +16,16 @@ string / large_string (binary likewise)     large_string
 timestamp[ms] / timestamp[us], same zone    timestamp[us] (the finer unit)
 decimal(10, 2) / decimal(12, 3)             decimal(12, 3)
 list / struct of the above                  the same rules, element by element
+tensors of shapes (1, 2) / (1, 3)           a variable-shape tensor of 2 dimensions
+tensors of float32 / float64 (same shapes)  the tensor of float64 (the rules above)
 ==========================================  =========================================
+
+Tensor columns are this library's types (:mod:`bridge.tensor`): ``arrow.fixed_shape_tensor`` and
+``raybridge.variable_shape_tensor``; :mod:`bridge.io.ray_tensor_files` reads Ray Data's as those
+before the files' schemas are unified here.  Ray Data writes ragged tensors one block per file,
+each block with its own fixed shape: those files unify into one variable-shape column.  Tensors of
+different numbers of dimensions, a permuted or named-dimension tensor of another shape, or a
+tensor and a non-tensor are conflicts.
 
 Anything else is a conflict (int64 vs string, int64 vs float64, int64 vs uint64,
 naive vs zoned timestamps, two zones, string vs binary) and raises
@@ -29,6 +38,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from bridge.errors import SchemaMismatchError
+from bridge.tensor import VariableShapeTensorType, is_fixed_tensor, is_tensor
 
 _MANTISSA_BITS = {16: 11, 32: 24, 64: 53}
 #: str(type) -> the pyarrow constructor, where they differ (for hints).
@@ -48,8 +58,9 @@ def unify_file_schemas(paths: list[str], schemas: list[pa.Schema]) -> pa.Schema:
     unified = schemas[0]
     origin = {f.name: paths[0] for f in unified}  # the file that set each column's current type
     for path, schema in zip(paths[1:], schemas[1:]):
+        unified, widened = _tensors_unified(unified, origin, path, schema)
         try:
-            candidate = pa.unify_schemas([unified, schema], promote_options="permissive")
+            candidate = pa.unify_schemas([unified, widened], promote_options="permissive")
         except (pa.ArrowTypeError, pa.ArrowInvalid) as err:
             name = _first_conflict(unified, schema)
             if name is None:
@@ -65,6 +76,75 @@ def unify_file_schemas(paths: list[str], schemas: list[pa.Schema]) -> pa.Schema:
                 origin[field.name] = path
         unified = candidate
     return unified
+
+
+def _tensors_unified(unified: pa.Schema, origin: dict[str, str], path: str,
+                     schema: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
+    """``unified`` and ``schema`` with each tensor column both give two types typed as their unification.
+
+    (``pa.unify_schemas`` unifies no two extension types; the caller checks what it gives against
+    the files' own types with :func:`_lossless`.)"""
+    for field in schema:
+        if field.name not in unified.names:
+            continue
+        before = unified.field(field.name).type
+        if before == field.type or not (is_tensor(before) and is_tensor(field.type)):
+            continue
+        common = unify_tensor_types(before, field.type)
+        if common is None:
+            raise _conflict(field.name, origin[field.name], before, path, field.type)
+        i = unified.get_field_index(field.name)
+        unified = unified.set(i, unified.field(i).with_type(common))
+        j = schema.get_field_index(field.name)
+        schema = schema.set(j, schema.field(j).with_type(common))
+    return unified, schema
+
+
+def unify_tensor_types(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The tensor type that holds the tensors of both ``a`` and ``b`` unchanged, or ``None``.
+
+    The same shape: a fixed-shape tensor of the value type both widen to.  Shapes of the same
+    number of dimensions: a variable-shape tensor of that many.  Anything else (another number of
+    dimensions, values no type holds both of, a permuted or named-dimension tensor that would have
+    to become a variable-shape one, which has neither) has none.
+    """
+    value = _common_value_type(a.value_type, b.value_type)
+    if value is None:
+        return None
+    if is_fixed_tensor(a) and is_fixed_tensor(b) and list(a.shape) == list(b.shape):
+        if _order(a) != _order(b) or a.dim_names != b.dim_names:
+            return None
+        return pa.fixed_shape_tensor(value, list(a.shape), dim_names=a.dim_names, permutation=_order(a))
+    if _ndim(a) != _ndim(b) or not (_plain(a) and _plain(b)):
+        return None
+    return VariableShapeTensorType(value, _ndim(a))
+
+
+def _order(t: pa.DataType) -> list[int]:
+    return list(t.permutation) if t.permutation is not None else list(range(len(t.shape)))
+
+
+def _ndim(t: pa.DataType) -> int:
+    return len(t.shape) if is_fixed_tensor(t) else int(t.ndim)
+
+
+def _plain(t: pa.DataType) -> bool:
+    """Whether ``t``'s tensors read the same as a variable-shape tensor's: no permutation, no dimension names."""
+    return not is_fixed_tensor(t) or (_order(t) == sorted(_order(t)) and not t.dim_names)
+
+
+def _common_value_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The value type both ``a`` and ``b`` convert to without a change (bools only with bools)."""
+    if a == b:
+        return a
+    if pa.types.is_boolean(a) or pa.types.is_boolean(b):
+        return None
+    try:
+        common = pa.unify_schemas([pa.schema([("v", a)]), pa.schema([("v", b)])],
+                                  promote_options="permissive").field("v").type
+    except (pa.ArrowTypeError, pa.ArrowInvalid):
+        return None
+    return common if _lossless(a, common) and _lossless(b, common) else None
 
 
 def _first_conflict(a: pa.Schema, b: pa.Schema) -> str | None:
@@ -99,6 +179,8 @@ def _lossless(src: pa.DataType, dst: pa.DataType) -> bool:
     """Whether every value of type ``src`` survives a cast to ``dst`` unchanged."""
     if src == dst or pa.types.is_null(src):
         return True
+    if is_tensor(src) or is_tensor(dst):
+        return is_tensor(src) and is_tensor(dst) and unify_tensor_types(src, dst) == dst
     if pa.types.is_dictionary(src):
         return pa.types.is_dictionary(dst) and _lossless(src.value_type, dst.value_type)
     if pa.types.is_integer(src) and pa.types.is_integer(dst):
