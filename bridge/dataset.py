@@ -365,6 +365,42 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._map_like(partial(add_column_transform, col, user, batch_format, label), label, None, None, num_cpus,
                               None, ray_remote_args)
 
+    def with_column(self, column_name: str, expr: Any, *, compute: Any = None, num_cpus: float | None = None,
+                    num_gpus: float | None = None, **ray_remote_args: Any) -> Dataset:
+        """Add (or replace, in its place) column ``column_name`` computed from ``expr`` on each block, as Ray Data.
+
+        ``expr`` is a Ray Data expression of ``col``, ``lit`` and operators (``+ - * / // %``,
+        comparisons, ``& | ~``, ``is_null`` / ``is_not_null`` / ``is_in`` / ``not_in``) with Ray
+        Data's results (``/`` of two ints is Arrow's integer division), a pyarrow expression, or a
+        string in Python syntax as ``filter(expr=...)`` takes (Python's ``/``, ``//``, ``%``).
+        Int arithmetic stays exact: an overflow raises (Ray Data's wraps); comparisons of numbers
+        are exact.  A literal alone gives a constant column.  Ray Data ``udf`` expressions are
+        refused (use ``map_batches`` / ``add_column``).  Where the schema is known without
+        running anything, a missing column or types no operation takes raise here, at the call.
+
+        Example:
+            >>> import bridge
+            >>> from ray.data.expressions import col
+            >>> bridge.range(3).with_column("double", col("id") * 2).take_all()
+            [{'id': 0, 'double': 0}, {'id': 1, 'double': 2}, {'id': 2, 'double': 4}]
+            >>> bridge.range(2).with_column("half", "id / 2").take_all()
+            [{'id': 0, 'half': 0.0}, {'id': 1, 'half': 0.5}]
+        """
+        from bridge.ops.string_expr import check_on_schema, value_expr, with_column_transform
+        from bridge.plan.schema import known_schema
+
+        label = f"WithColumn({column_name})"
+        if not isinstance(column_name, str):
+            from bridge.errors import BridgeTypeError
+
+            msg = f"with_column(): column_name must be a str; got {type(column_name).__name__} {column_name!r}"
+            raise BridgeTypeError(msg, 'pass the new column\'s name first: ds.with_column("y", col("x") * 2)')
+        value = value_expr(expr, "with_column")
+        resolve_compute(label, compute, None, False)
+        make = partial(with_column_transform, column_name, value, label)
+        check_on_schema(make(), known_schema(self._plan))  # never runs anything
+        return self._map_like(make, label, None, None, num_cpus, num_gpus, ray_remote_args, preserves_rows=True)
+
     def _project(self, label: str, columns: list[str] | None = None, **kw: Any) -> Dataset:
         op = Project([self._plan], label, partial(project_transform, label, **kw), preserves_rows=True,
                      columns=columns)

@@ -11,8 +11,11 @@ any id beyond 2**24, and any int column beyond 2**53 would be rounded.
 Supported: column names (or ``col("name with spaces")``), literals (numbers,
 strings, ``True`` / ``False`` / ``None``), comparisons ``== != < <= > >=``
 (chained too: ``1 < x < 5``), ``in`` / ``not in`` a tuple or list of literals,
-``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / % **`` and
-unary minus, with Python's meaning (``/`` divides ints as floats, ``%`` takes the divisor's sign).
+``is None`` / ``is not None``, ``and`` / ``or`` / ``not``, ``+ - * / // % **`` and
+unary minus, with Python's meaning (``/`` divides ints as floats, ``//`` floors, ``%`` takes the divisor's
+sign).  :func:`parse_value_expr` parses the same language for ``with_column`` (any result type, a literal
+alone too); :func:`ray_value_expr` turns a Ray Data expression (``col``, ``lit``, operators) into the
+same tree, with Ray Data's kernels.
 Anything else raises ``BridgeValueError`` naming it.
 
 Comparisons between an integer or float column and a number literal are exact,
@@ -46,8 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
-from bridge.errors import BridgeTypeError, BridgeValueError, SchemaMismatchError
+from bridge.errors import BridgeError, BridgeTypeError, BridgeValueError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from bridge.execution.transform import BlockTransform
@@ -60,15 +64,21 @@ _PYTHON_COMPARE = {"equal": operator.eq, "not_equal": operator.ne, "less": opera
 _FLIPPED = {"equal": "equal", "not_equal": "not_equal", "less": "greater", "less_equal": "greater_equal",
             "greater": "less", "greater_equal": "less_equal"}
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-          ast.Mod: operator.mod, ast.Pow: operator.pow}
+          ast.Mod: operator.mod, ast.Pow: operator.pow, ast.FloorDiv: operator.floordiv}
 _ARITH_KERNEL = {ast.Add: "add_checked", ast.Sub: "subtract_checked", ast.Mult: "multiply_checked",
                  ast.Pow: "power_checked"}
 
 Value = Any  # a pa.Array / pa.ChunkedArray (a column, or computed from one) or a Python literal
 
 
+class _Source(str):
+    """The expression's text, knowing the call it was given to (its errors name that call)."""
+
+    call = "filter"
+
+
 def _fail(source: str, what: str, hint: str | None = None) -> BridgeValueError:
-    msg = f"filter(expr={source!r}): {what}"
+    msg = f"{getattr(source, 'call', 'filter')}(expr={str(source)!r}): {what}"
     return BridgeValueError(msg, hint or 'use comparisons joined by and/or/not, e.g. expr="x > 5 and y == \'a\'", '
                                          "or pass a pyarrow expression: expr=pc.field('x') > 5")
 
@@ -169,9 +179,22 @@ class _Arith(_Node):
             return pc.divide_checked(_as_float(left), _as_float(right))
         if _is_float(left) or _is_float(right):  # int with float: the int as a float first, as Python does
             left, right = _as_float(left), _as_float(right)
+        if self.op is ast.FloorDiv:  # Python's //: the floor, for ints exactly
+            return _floordiv(left, right)
         if self.op is ast.Mod:  # Python's %: the sign of the divisor, for ints exactly
             return pc.call_function("modulo_checked", [_scalar(left), _scalar(right)])
         return pc.call_function(_ARITH_KERNEL[self.op], [_scalar(left), _scalar(right)])
+
+
+def _floordiv(left: Value, right: Value) -> Value:
+    """Python's ``left // right`` (one side an array): floats floored, ints exactly (Arrow's int division
+    truncates toward zero: one less where the remainder has the divisor's opposite sign)."""
+    if _is_float(left) or _is_float(right):
+        return pc.floor(pc.divide_checked(left, right))
+    quotient = pc.divide_checked(_scalar(left), _scalar(right))
+    remainder = pc.subtract_checked(_scalar(left), pc.multiply_checked(quotient, _scalar(right)))
+    below = pc.and_(pc.not_equal(remainder, 0), pc.not_equal(pc.less(remainder, 0), pc.less(_scalar(right), 0)))
+    return pc.subtract_checked(quotient, pc.cast(below, quotient.type))
 
 
 def _as_float(value: Value) -> Value:
@@ -464,10 +487,176 @@ def parse_filter_expr(source: str) -> FilterExpr:
     return FilterExpr(source.strip(), root)
 
 
+# ----------------------------------------------------------------------------- value expressions (with_column)
+class ValueExpr:
+    """A parsed value expression: ``column(block)`` is its array; a literal is repeated on every row, with the
+    type ``pa.scalar`` gives it (as Ray Data's ``lit``)."""
+
+    def __init__(self, source: str, root: _Node) -> None:
+        self.source, self._root = source, root
+
+    def __str__(self) -> str:
+        return self.source
+
+    def __repr__(self) -> str:
+        return f"ValueExpr({self.source!r})"
+
+    def column(self, block: pa.Table) -> Value:
+        if isinstance(self._root, _Col):  # the column as it is (a dictionary column stays one)
+            if self._root.name not in block.column_names:
+                raise _MissingColumn(self._root.name)
+            return block.column(self._root.name)
+        out = self._root.eval(block)
+        if _is_array(out):
+            return out
+        return pa.repeat(out if isinstance(out, pa.Scalar) else pa.scalar(out), block.num_rows)
+
+
+def parse_value_expr(source: str, call: str = "with_column") -> ValueExpr:
+    """The value of the string ``source`` on each row: the language of :func:`parse_filter_expr` (Python's
+    meaning: ``/`` of ints gives floats, ``%`` and ``//`` floor), any result type; errors name ``call``."""
+    src = _Source(source)
+    src.call = call
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as err:
+        raise _fail(src, f"not a valid expression ({err.msg})", 'write it in Python syntax, e.g. "x * 2 + y"') \
+            from err
+    return ValueExpr(source.strip(), _convert(tree.body, src))
+
+
+class _RayArith(_Node):
+    """Ray Data's arithmetic (``_ARROW_EXPR_OPS_MAP`` of ray/data/_internal/planner/plan_expression/
+    expression_evaluator.py) with the same kernels, checked: an int overflow raises where Ray Data's wraps.
+
+    ``+`` joins strings; ``/`` of two ints is Arrow's integer division (truncated, an int); ``//`` is
+    ``floor(l / r)`` and ``%`` is ``l - floor(l / r) * r`` (float64, and truncated toward zero on ints).
+    """
+
+    def __init__(self, op: str, left: _Node, right: _Node) -> None:
+        self.op, self.left, self.right = op, left, right
+
+    def eval(self, block: pa.Table) -> Value:
+        left, right = self.left.eval(block), self.right.eval(block)
+        out = _ray_arith(self.op, left, right)
+        return out.as_py() if isinstance(out, pa.Scalar) else out  # literals only: a Python value again
+
+
+def _string_like(value: Value) -> bool:
+    if isinstance(value, str):
+        return True
+    if not _is_array(value):
+        return False
+    t = value.type.value_type if pa.types.is_dictionary(value.type) else value.type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
+def _ray_arith(op: str, left: Value, right: Value) -> Value:
+    if op == "add" and (_string_like(left) or _string_like(right)):
+        parts = [pc.cast(v, v.type.value_type) if _is_array(v) and pa.types.is_dictionary(v.type) else _scalar(v)
+                 for v in (left, right)]
+        return pc.binary_join_element_wise(*parts, "")
+    lhs, rhs = _scalar(left), _scalar(right)
+    if op in ("add", "sub", "mul"):
+        return pc.call_function({"add": "add_checked", "sub": "subtract_checked", "mul": "multiply_checked"}[op],
+                                [lhs, rhs])
+    ints = pa.types.is_integer(lhs.type) and pa.types.is_integer(rhs.type)
+    quotient = pc.divide_checked(lhs, rhs) if ints else pc.divide(lhs, rhs)  # a float / 0 is inf, as in Ray Data
+    if op == "div":
+        return quotient
+    if op == "floordiv":
+        return pc.floor(quotient)
+    return pc.subtract_checked(lhs, pc.multiply_checked(pc.floor(quotient), rhs))
+
+
+class _RayCompare(_Compare):
+    """A comparison, exact between numbers (see :func:`compare_exact`); with ``None`` it is null, as in Ray Data."""
+
+    def eval(self, block: pa.Table) -> Value:
+        left, right = self.left.eval(block), self.right.eval(block)
+        if left is None or right is None:
+            return pa.nulls(block.num_rows, pa.bool_()) if _is_array(left) or _is_array(right) else None
+        if not _is_array(left) and not _is_array(right):
+            return _PYTHON_COMPARE[self.kernel](left, right)
+        if not _is_array(left):
+            return compare_exact(right, _FLIPPED[self.kernel], left)
+        return compare_exact(left, self.kernel, right)
+
+
+_RAY_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%"}
+_RAY_COMPARE = {"eq": ("equal", "=="), "ne": ("not_equal", "!="), "lt": ("less", "<"), "le": ("less_equal", "<="),
+                "gt": ("greater", ">"), "ge": ("greater_equal", ">=")}
+_RAY_SUPPORTED = "col(), lit(), + - * / // %, == != < <= > >=, & | ~, .is_null(), .is_not_null(), .is_in(), " \
+                 ".not_in(), .alias()"
+
+
+def is_ray_expr(expr: Any) -> bool:
+    """Whether ``expr`` is a Ray Data expression (``ray.data.expressions.Expr``), without importing Ray Data."""
+    return any(c.__name__ == "Expr" and c.__module__ == "ray.data.expressions" for c in type(expr).__mro__)
+
+
+def ray_value_expr(expr: Any, call: str = "with_column") -> ValueExpr:
+    """A Ray Data expression built from ``col``, ``lit`` and operators, as a :class:`ValueExpr` with Ray Data's
+    results (see :class:`_RayArith`), exact where Ray Data's are not (comparisons of an int beyond 2**53 with
+    a float, int literals beyond int64 in comparisons); other kinds (``udf``, ``download``, ...) are refused."""
+    root, text = _from_ray(expr, call)
+    return ValueExpr(text, root)
+
+
+def _from_ray(e: Any, call: str) -> tuple[_Node, str]:
+    kind = type(e).__name__
+    if kind == "AliasExpr":  # with_column names the column itself
+        return _from_ray(e.expr, call)
+    if kind == "ColumnExpr":
+        return _Col(e.name), f"col({e.name!r})"
+    if kind == "LiteralExpr":
+        return _Lit(e.value), f"lit({e.value!r})"
+    op = str(getattr(getattr(e, "op", None), "value", ""))
+    if kind == "BinaryExpr" and op in ("in", "not_in"):
+        operand, text = _from_ray(e.left, call)
+        if type(e.right).__name__ != "LiteralExpr":
+            raise _ray_refused(call, f"{text}.{'is_in' if op == 'in' else 'not_in'}() needs a list of literal values,"
+                                     f" got a {type(e.right).__name__}", "pass a list: col('x').is_in([1, 2])")
+        values = e.right.value
+        values = list(values) if isinstance(values, (list, tuple, set)) else [values]
+        return _IsIn(operand, values, op == "not_in"), f"{text}.{'is_in' if op == 'in' else 'not_in'}({values!r})"
+    if kind == "BinaryExpr" and (op in _RAY_ARITH or op in _RAY_COMPARE or op in ("and", "or")):
+        (left, lt), (right, rt) = _from_ray(e.left, call), _from_ray(e.right, call)
+        if op in _RAY_ARITH:
+            text = f"({lt} {_RAY_ARITH[op]} {rt})"
+            for side in (left, right):
+                if isinstance(side, _Lit) and _big_int(side.value):
+                    raise _ray_refused(call, f"the integer literal {side.value} in {text} is beyond int64, so Arrow "
+                                             "cannot compute it", "compare the column with the literal directly, "
+                                             "or cast the column to float or decimal first")
+            return _RayArith(op, left, right), text
+        if op in _RAY_COMPARE:
+            kernel, symbol = _RAY_COMPARE[op]
+            return _RayCompare(kernel, left, right), f"({lt} {symbol} {rt})"
+        return _Bool(op, [left, right]), f"({lt} {'&' if op == 'and' else '|'} {rt})"
+    if kind == "UnaryExpr" and op in ("not", "is_null", "is_not_null"):
+        operand, text = _from_ray(e.operand, call)
+        if op == "not":
+            return _Bool("not", [operand]), f"~{text}"
+        return _IsNull(operand, op == "is_not_null"), f"{text}.{op}()"
+    what = f"{kind} {op}" if op else kind
+    fn = getattr(e, "fn", None)
+    if fn is not None:
+        what += f" ({getattr(fn, '__name__', type(fn).__name__)})"
+    raise _ray_refused(call, f"the Ray Data expression {what} is not supported; raybridge evaluates {_RAY_SUPPORTED}",
+                       "compute the column with map_batches or add_column, e.g. ds.add_column('y', lambda df: "
+                       "f(df['x'])), or write it with col() / lit() and operators")
+
+
+def _ray_refused(call: str, what: str, hint: str) -> BridgeValueError:
+    return BridgeValueError(f"{call}(): {what}", hint)
+
+
 # ----------------------------------------------------------------------------- the block transform
 def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
     """Arrow's error evaluating ``expr`` on block ``b`` -> ours, naming the expression and column types."""
     text = str(err).split("\n")[0]
+    filtering = label.startswith("Filter")
     if isinstance(err, _MissingColumn) or (isinstance(err, pa.ArrowInvalid) and "No match for FieldRef" in text):
         if isinstance(err, _MissingColumn):
             missing = err.name
@@ -476,7 +665,8 @@ def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
             missing = found.group(1) if found else text
         msg = f"{label}: the expression uses column {missing!r}, which the Dataset does not have; " \
               f"its columns are {b.column_names}"
-        return SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()")
+        return SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()" if filtering else
+                                   "check the column name against ds.columns()")
     words = set(re.findall(r"\w+", str(expr)))
     used = [f"{n}: {t}" for n, t in zip(b.schema.names, b.schema.types)
             if n in words or (not n.isidentifier() and n in str(expr))]
@@ -485,15 +675,19 @@ def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
         msg = f"{label}: the arithmetic overflows its integer type ({types}); Arrow refuses rather than " \
               f"wrap, got {text!r}"
         return BridgeValueError(msg, "cast the column to float or decimal first (e.g. with add_column or "
-                                     "map_batches), then filter on it")
-    if isinstance(err, pa.ArrowInvalid) and not isinstance(expr, FilterExpr) and \
+                                     f"map_batches){', then filter on it' if filtering else ''}")
+    if isinstance(err, pa.ArrowInvalid) and not isinstance(expr, (FilterExpr, ValueExpr)) and \
             re.match(r"Integer value -?\d+ not in range: -(16777216|9007199254740992)", text):
-        msg = f"{label}: Arrow's expression engine compares the integer column with the float literal as " \
-              f"float32 / float64 and a value of it has no exact float ({types}); got {text!r}"
-        return BridgeTypeError(msg, f"pass the filter as a string, which compares exactly (expr=\"{expr}\" with "
-                                    "pc.field('x') written as x), or write the literal as an int")
+        msg = f"{label}: Arrow's expression engine {'compares' if filtering else 'computes'} the integer column " \
+              f"with the float literal as float32 / float64 and a value of it has no exact float ({types}); " \
+              f"got {text!r}"
+        if filtering:
+            return BridgeTypeError(msg, f"pass the filter as a string, which compares exactly (expr=\"{expr}\" "
+                                        "with pc.field('x') written as x), or write the literal as an int")
+        return BridgeTypeError(msg, "pass the expression as a string (expr=\"x * 1.5\") or build it with "
+                                    "ray.data.expressions.col(), which compute in float64, or cast the column first")
     if isinstance(err, pa.ArrowInvalid) and re.match(r"Integer value -?\d+ not in range", text):
-        msg = f"{label}: an integer column holds a value no float64 holds exactly and meets a float column " \
+        msg = f"{label}: an integer column holds a value no float64 holds exactly and meets a float " \
               f"({types}); Arrow refuses to round it, got {text!r}"
         return BridgeTypeError(msg, "cast one column to the other's type first (e.g. with add_column), or "
                                     "compare the int column with a literal")
@@ -529,4 +723,80 @@ def expr_filter_transform(expr: Any, label: str) -> BlockTransform:
     return BlockTransform(run, label)
 
 
-__all__ = ["FilterExpr", "compare_exact", "expr_filter_transform", "parse_filter_expr"]
+def value_expr(expr: Any, call: str) -> ValueExpr | pc.Expression:
+    """``with_column``'s ``expr``: a string (:func:`parse_value_expr`), a Ray Data expression
+    (:func:`ray_value_expr`) or a pyarrow expression (as it is); anything else is refused."""
+    if isinstance(expr, str):
+        return parse_value_expr(expr, call)
+    if isinstance(expr, pc.Expression):
+        return expr
+    if is_ray_expr(expr):
+        return ray_value_expr(expr, call)
+    msg = f"{call}(): expr must be a string, a ray.data.expressions expression or a pyarrow expression; " \
+          f"got {type(expr).__name__} {expr!r:.80}"
+    raise BridgeTypeError(msg, "pass expr=\"x * 2\", col('x') * 2 (from ray.data.expressions import col) or "
+                               "pc.field('x') * 2; for a Python function use add_column")
+
+
+def _arrow_expr_column(expr: pc.Expression, block: pa.Table) -> Value:
+    """``expr`` evaluated on ``block`` by Arrow's expression engine (a dataset projection).
+
+    pyarrow 26 narrows a float literal a float32 holds (``1.5``) to float32 and casts an int column to it, so
+    ``pc.field("x") * 1.5`` rounds to float32: a float32 result from no float32 column (and no cast) is refused.
+    """
+    out = pads.dataset(block).to_table(columns={"value": expr}, use_threads=False).column("value")
+    narrow = (pa.float16(), pa.float32())
+    if out.type in narrow and not any(t in narrow for t in block.schema.types) and "cast" not in str(expr):
+        raise BridgeTypeError(f"the expression {expr} gives {out.type}: pyarrow's expression engine narrowed a float "
+                              f"literal to {out.type}, which rounds the values (column types "
+                              f"{[f'{n}: {t}' for n, t in zip(block.schema.names, block.schema.types)]})",
+                              "pass the expression as a string (expr=\"x * 1.5\") or build it with "
+                              "ray.data.expressions.col(), which compute in float64")
+    return out
+
+
+def with_column_transform(name: str, expr: ValueExpr | pc.Expression, label: str) -> BlockTransform:
+    """``with_column(name, expr)`` as a block transform: ``expr``'s values as column ``name`` (replacing one of
+    that name in its place, as Ray Data does, else appended); Arrow's errors become ours."""
+    from bridge.execution.transform import BlockTransform
+
+    def values(b: pa.Table) -> Value:
+        return expr.column(b) if isinstance(expr, ValueExpr) else _arrow_expr_column(expr, b)
+
+    def run(blocks: Any, ctx: Any) -> Iterator[pa.Table]:
+        for b in blocks:
+            if b.num_rows == 0 and b.num_columns == 0:  # a map's block without output rows: nothing to compute
+                yield b
+                continue
+            try:
+                column = values(b)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _MissingColumn) as err:
+                raise _refused(err, b, label, expr) from err
+            except BridgeError as err:
+                raise type(err)(f"{label}: {err.what}", err.hint) from err
+            if name in b.column_names:
+                yield b.set_column(b.column_names.index(name), name, column)
+            else:
+                yield b.append_column(name, column)
+
+    return BlockTransform(run, label)
+
+
+def check_on_schema(transform: BlockTransform, schema: pa.Schema | None) -> None:
+    """Run ``transform`` on an empty table of ``schema`` (when known): a missing column, types no kernel takes
+    raise now, at the call; what Arrow only refuses on real rows is left to the run."""
+    if schema is None:
+        return
+    from bridge.block import empty_table
+    from bridge.execution.transform import TaskContext
+
+    try:
+        list(transform([empty_table(schema)], TaskContext(0)))
+    except BridgeError:
+        raise
+    except Exception:  # noqa: BLE001, S110 - not ours to judge on no rows: the run says
+        pass
+
+
+__all__ = ["FilterExpr", "ValueExpr", "check_on_schema", "compare_exact", "expr_filter_transform", "is_ray_expr",
+           "parse_filter_expr", "parse_value_expr", "ray_value_expr", "value_expr", "with_column_transform"]
