@@ -159,7 +159,8 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> MaterializedDataset:
 
 
 def from_ray_data(ray_ds: Any) -> MaterializedDataset:
-    """A ``ray.data.Dataset`` -> Dataset over the same blocks (Ray Data's tensor columns become Arrow's).
+    """A ``ray.data.Dataset`` -> Dataset over the same blocks (Ray Data's tensor columns become this library's
+    tensor types: ``arrow.fixed_shape_tensor``, or a variable-shape tensor where blocks differ in shape).
 
     Example:
         >>> import ray.data
