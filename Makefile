@@ -22,7 +22,8 @@ test: venv
 # the same exact pins, but pyspark and its py4j.
 SPARK4_PINS := pyspark==4.3.0 py4j==0.10.9.9
 SPARK4_TESTS := tests/test_fidelity.py -k spark tests/test_spark_session_errors.py integration/test_spark_local.py \
-	integration/test_spark_conversions.py integration/test_spark_etl_handoff.py integration/test_spark_result_size.py
+	integration/test_spark_conversions.py integration/test_spark_etl_handoff.py integration/test_spark_result_size.py \
+	integration/test_spark_types_s43.py
 VENV4  := .venv-spark4
 STAMP4 := $(VENV4)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
