@@ -196,7 +196,7 @@ class BatchTypeError(TypeError):
 
 def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Array:
     arr = _arrow_ready(arr)
-    if isinstance(arr, np.ma.MaskedArray):
+    if isinstance(arr, np.ma.MaskedArray) and arr.dtype.names is None:
         if arr.ndim == 1 or not np.ma.getmask(arr).any():
             # A masked element is a null (pa.array reads the mask); a tensor with none masked is its data.
             return pa.array(arr) if arr.ndim == 1 else tensor.fixed_tensor_array(np.ma.getdata(arr))
@@ -213,6 +213,11 @@ def _ndarray_column(arr: np.ndarray, like: pa.DataType | None = None) -> pa.Arra
             return tensor.fixed_tensor_array(arr)
         # Strings, times, objects: Arrow's tensor holds numbers only. One value per row as it is: a list
         # column of the row's values (2-d), a variable-shape tensor of each row (n-d; each row keeps its shape).
+        if arr.ndim == 2 and arr.dtype != object:
+            width = arr.shape[1]
+            offsets = pa.array(np.arange(0, arr.shape[0] * width + 1, width or 1)[:arr.shape[0] + 1]
+                               if width else np.zeros(arr.shape[0] + 1, dtype=np.int64), pa.int32())
+            return pa.ListArray.from_arrays(offsets, _ndarray_column(np.ascontiguousarray(arr).reshape(-1)))
         return object_column(list(arr), like)
     if arr.dtype == object:
         return object_column(arr, like)
@@ -228,10 +233,17 @@ def _struct_column(arr: np.ndarray) -> pa.Array:
         raise BatchTypeError(f"a {arr.ndim}-d structured array ({arr.dtype}) has no Arrow type",
                              "give one row per record: arr.reshape(-1), or a column per field ({n: arr[n] ...})")
     names = list(arr.dtype.names or ())
+    if not names:
+        raise BatchTypeError(f"a structured array without fields ({arr.dtype}) has no values to hold",
+                             "give it at least one field, or pass a column of the values themselves")
+    if isinstance(arr, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(arr)
+        if not any(bool(mask[n].any()) for n in names):
+            return _struct_column(np.ma.getdata(arr))
+        raise BatchTypeError(f"a masked structured array ({arr.dtype}) cannot become a struct column as it is",
+                             "fill it first (arr.filled()), or pass one masked column per field ({n: arr[n] ...})")
     children = [_ndarray_column(np.ascontiguousarray(arr[n])) for n in names]
-    mask = pa.array(np.ma.getmaskarray(arr)) if isinstance(arr, np.ma.MaskedArray) and np.ma.getmask(arr).any() \
-        else None
-    return pa.StructArray.from_arrays(children, names=names, mask=mask)
+    return pa.StructArray.from_arrays(children, names=names)
 
 
 #: NumPy datetime64 / timedelta64 units Arrow has (datetime64[D] becomes ``date32``).

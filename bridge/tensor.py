@@ -133,7 +133,10 @@ def _fixed_values(col: pa.ExtensionArray) -> np.ndarray:
     ``to_numpy_ndarray`` refuses) are unpacked."""
     t = col.type
     perm = _order(t)
-    if not pa.types.is_boolean(t.value_type) and not col.null_count and perm == sorted(perm):
+    if not pa.types.is_boolean(t.value_type) and not col.null_count and perm == sorted(perm) \
+            and not col.storage.values.offset:
+        # (pyarrow's to_numpy_ndarray reads the values from the start of the child array: a child that is
+        # itself a slice, as FixedSizeListArray.from_arrays of a sliced array makes, gave other rows' values)
         return col.to_numpy_ndarray()
     storage = col.storage
     if storage.null_count:

@@ -245,3 +245,21 @@ def test_pandas_na_inside_a_returned_row_is_a_null():
                             batch_format="pandas").take_all()
     assert nested == [{"r": {"v": None, "l": [None, 2]}}] * 3
     assert ds.map_batches(lambda df: {"r": [(pd.NA,)] * len(df)}, batch_format="pandas").take(1) == [{"r": [None]}]
+
+
+def test_from_numpy_edges_found_in_review_are_values_or_hinted_errors():
+    """2-d datetime64[D] raised a raw TypeError; a masked structured array a raw TypeError; a structured
+    array without fields lost its rows."""
+    days = np.array([["2020-01-01", "2021-02-03"], ["NaT", "1900-01-01"]], dtype="datetime64[D]")
+    ds = bridge.from_numpy(days)
+    assert ds.schema().field("data").type == pa.list_(pa.date32())
+    import datetime
+
+    assert [r["data"] for r in ds.take_all()] == [[datetime.date(2020, 1, 1), datetime.date(2021, 2, 3)],
+                                                  [None, datetime.date(1900, 1, 1)]]
+    rec = np.array([(1, 2.5)], dtype=[("a", "i8"), ("b", "f8")])
+    assert bridge.from_numpy(np.ma.array(rec)).take_all() == [{"data": {"a": 1, "b": 2.5}}]
+    with pytest.raises(BridgeError, match="masked structured array"):
+        bridge.from_numpy(np.ma.array(rec, mask=[(False, True)])).take_all()
+    with pytest.raises(BridgeError, match="without fields"):
+        bridge.from_numpy(np.zeros(2, dtype=np.dtype([]))).take_all()

@@ -173,3 +173,10 @@ def test_unique_encode_lists_gives_the_distinct_elements():
     assert sorted(ds.aggregate(bridge.Unique("l", encode_lists=True, ignore_nulls=True))["unique(l)"]) == [1, 2, 3]
     with pytest.raises(bridge.BridgeValueError, match="(?s)encode_lists.*Hint: "):
         bridge.Unique("l", encode_lists="HASH")  # type: ignore[arg-type]
+
+
+def test_unique_of_a_union_column_is_refused_not_merged():
+    """A union's int 1 and bool True are equal as Python values: Unique kept one of them (found in review)."""
+    union = pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()), [pa.array([1, 0]), pa.array([False, True])])
+    with pytest.raises(UnsupportedTypeError):
+        bridge.from_arrow(pa.table({"u": union})).unique("u")

@@ -231,3 +231,26 @@ def test_ray_data_not_imported_in_the_reading_process(tmp_path):
         for row, want in zip(rows, arrays):
             assert row["dtype"] == str(want.dtype) and row["shape"] == list(want.shape)
             assert row["values"] == want.ravel().tolist()
+
+
+def test_a_row_group_past_one_scan_batch_reads_every_rows_own_values(tmp_path):
+    """Every row of a 300,000-row Ray Data tensor file comes back with its own values.  A guard for the
+    bug found in review: a converted tensor whose child array starts mid-buffer (a scan batch after the
+    first, or a sliced Ray block) was read from the buffer's start by pyarrow's ``to_numpy_ndarray``;
+    the test below it fails on the code before (this read scans 1M-row batches, so it did not)."""
+    n = 300_000
+    values = np.arange(n * 4, dtype=np.int64).reshape(n, 2, 2)
+    _ray_data().from_numpy(values).repartition(1).write_parquet(str(tmp_path))
+    got = np.concatenate([b["data"] for b in bridge.read_parquet(str(tmp_path)).iter_batches(batch_size=50_000)])
+    assert got.shape == (n, 2, 2) and got.dtype == np.int64
+    np.testing.assert_array_equal(np.sort(got.reshape(n, 4)[:, 0]), values.reshape(n, 4)[:, 0])
+    assert (got.reshape(n, 4) - got.reshape(n, 4)[:, :1] == np.arange(4)).all()
+
+
+def test_a_tensor_whose_child_is_a_slice_reads_its_own_values():
+    t = pa.fixed_shape_tensor(pa.int64(), [2, 2], permutation=[0, 1])
+    child = pa.array(np.arange(40, dtype=np.int64)).slice(8)
+    arr = pa.ExtensionArray.from_storage(t, pa.FixedSizeListArray.from_arrays(child, 4))
+    np.testing.assert_array_equal(tensor_to_numpy(pa.chunked_array([arr])), np.arange(8, 40).reshape(8, 2, 2))
+    np.testing.assert_array_equal(tensor_to_numpy(pa.chunked_array([arr.slice(3)])),
+                                  np.arange(20, 40).reshape(5, 2, 2))

@@ -184,3 +184,10 @@ def test_bad_expressions_are_our_errors(expr, kind, words):
 def test_errors_are_bridge_errors_from_tasks():
     with pytest.raises(BridgeError):
         bridge.from_arrow(pa.table({"a": [1]})).map_batches(lambda b: b).with_column("y", col("a") / 0).take_all()
+
+
+def test_a_literal_no_arrow_integer_holds_is_refused_with_a_hint():
+    with pytest.raises(BridgeValueError, match="no Arrow type holds") as err:
+        bridge.range(2).with_column("y", "2**70").take_all()
+    assert "2.0**70" in str(err.value)
+    assert bridge.range(2).with_column("y", "2.0**70").take_all() == [{"id": 0, "y": 2.0**70}, {"id": 1, "y": 2.0**70}]

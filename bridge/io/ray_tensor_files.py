@@ -228,7 +228,7 @@ def _as_fixed(arr: pa.Array, src: pa.DataType, target: pa.DataType, column: str,
         raise _null_element(column, path)
     if values.type != target.value_type:
         values = values.cast(target.value_type)
-    storage = pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
+    storage = pa.FixedSizeListArray.from_arrays(values, type=target.storage_type, mask=mask)  # (a 0 in the shape too)
     return pa.ExtensionArray.from_storage(target, storage)
 
 

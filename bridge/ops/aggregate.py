@@ -176,7 +176,7 @@ def _is_distinguishable(t: pa.DataType) -> bool:
     """Whether :class:`Unique` can tell the values of type ``t`` apart: hashable ones by Arrow's kernels,
     lists, structs and maps of them by their Python values (:func:`_value_key`); not tensors (extension
     types: a result row would give a tensor's values as a flat list, without its shape)."""
-    if isinstance(t, pa.BaseExtensionType):
+    if isinstance(t, pa.BaseExtensionType) or pa.types.is_union(t):  # (a union's 1 and True: equal in Python)
         return False
     return all(_is_distinguishable(t.field(i).type) for i in range(t.num_fields)) if pa.types.is_nested(t) else True
 

@@ -509,7 +509,12 @@ class ValueExpr:
         out = self._root.eval(block)
         if _is_array(out):
             return out
-        return pa.repeat(out if isinstance(out, pa.Scalar) else pa.scalar(out), block.num_rows)
+        try:
+            value = out if isinstance(out, pa.Scalar) else pa.scalar(out)
+        except (OverflowError, pa.ArrowException) as err:  # 2**70 alone: no Arrow integer holds it
+            raise BridgeValueError(f"with_column: {self.source!r} is {out!r}, which no Arrow type holds ({err})",
+                                   "keep literals within int64 / uint64, or use a float literal (2.0**70)") from err
+        return pa.repeat(value, block.num_rows)
 
 
 def parse_value_expr(source: str, call: str = "with_column") -> ValueExpr:
