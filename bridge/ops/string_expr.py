@@ -450,8 +450,8 @@ def _compare(left: _Node, op: ast.cmpop, comparator: ast.AST, source: str) -> _N
     return _fold(_Compare(kernel, left, right), source)
 
 
-class FilterExpr:
-    """A parsed filter string: ``mask(block)`` is the boolean array of the rows it keeps (null: dropped)."""
+class _Parsed:
+    """A parsed expression string: its source (``str()``) and the tree evaluated on each block."""
 
     def __init__(self, source: str, root: _Node) -> None:
         self.source, self._root = source, root
@@ -460,7 +460,11 @@ class FilterExpr:
         return self.source
 
     def __repr__(self) -> str:
-        return f"FilterExpr({self.source!r})"
+        return f"{type(self).__name__}({self.source!r})"
+
+
+class FilterExpr(_Parsed):
+    """A parsed filter string: ``mask(block)`` is the boolean array of the rows it keeps (null: dropped)."""
 
     def mask(self, block: pa.Table) -> Value:
         out = self._root.eval(block)
@@ -488,18 +492,9 @@ def parse_filter_expr(source: str) -> FilterExpr:
 
 
 # ----------------------------------------------------------------------------- value expressions (with_column)
-class ValueExpr:
+class ValueExpr(_Parsed):
     """A parsed value expression: ``column(block)`` is its array; a literal is repeated on every row, with the
     type ``pa.scalar`` gives it (as Ray Data's ``lit``)."""
-
-    def __init__(self, source: str, root: _Node) -> None:
-        self.source, self._root = source, root
-
-    def __str__(self) -> str:
-        return self.source
-
-    def __repr__(self) -> str:
-        return f"ValueExpr({self.source!r})"
 
     def column(self, block: pa.Table) -> Value:
         if isinstance(self._root, _Col):  # the column as it is (a dictionary column stays one)
