@@ -160,15 +160,27 @@ def check_integer_cast(values: np.ndarray, lo: int, hi: int, *, name: str, targe
 
 
 #: Mantissa bits of the float dtypes ``dtypes`` may name: every integer up to 2**(bits + 1) is exact in them.
-FLOAT_MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+FLOAT_MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52, "float8_e4m3fn": 3,
+                       "float8_e4m3fnuz": 3, "float8_e5m2": 2, "float8_e5m2fnuz": 2, "float8_e8m0fnu": 0,
+                       "float8_e4m3b11fnuz": 3}
+
+#: Float dtypes without inf: a value past the largest becomes the largest (torch's ``float8_e4m3fn``: 1000.0
+#: and inf become 448.0; tf's NaN) or NaN (the ``fnuz`` types), and inf itself becomes another value.
+FLOATS_WITHOUT_INF = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
+                                "float8_e4m3b11fnuz"})
+
+#: Float dtypes holding positive numbers only (powers of two): a negative value or zero becomes a positive one.
+FLOATS_WITHOUT_SIGN = frozenset({"float8_e8m0fnu"})
 
 
 def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndarray], largest: float, *, name: str,
                      target: str, where: str, module: str, error: type[BridgeError] = BridgeValueError) -> None:
     """Raise ``error`` where ``dtypes`` casting ``values`` to the float type ``target`` would change a value
     more than rounding a float to the nearest float of ``target`` does: an integer the type does not hold
-    (2**53 + 1 in float64 became 2**53, 16777217 in float32 16777216: another integer, an id that names
-    another row), or a finite value past the type's largest (``largest``), which became inf.
+    (2**53 + 1 in float64 became 2**53, 16777217 in float32 16777216, 17 in float8_e4m3fn 16: another
+    integer, an id that names another row), a value past the type's largest (``largest``), which became inf
+    (or, in a type without inf, the largest value or NaN: 1000.0 became 448.0 in torch's float8_e4m3fn), inf in
+    a type without inf, or a negative number or zero in a type without them (float8_e8m0fnu).
 
     ``convert``: the framework's cast of an array, given back as float64 values.  Free where
     the values' own type fits the target (a widening cast); else one min and one max, and the cast of the
@@ -180,6 +192,9 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
         return
     src = values.dtype.name
     flat = values.reshape(-1)
+    if short in FLOATS_WITHOUT_SIGN:
+        _check_positive(flat, convert, name=name, src=src, short=short, target=target, where=where,
+                        module=module, error=error)
     if kind in "iu":
         exact = 2 ** (FLOAT_MANTISSA_BITS[short] + 1)
         info = np.iinfo(values.dtype)
@@ -198,28 +213,51 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             value, became = int(far[i]), float(conv[i])
-            shown = "inf" if math.isinf(became) else f"{int(became)}"
+            shown = f"{int(became)}" if math.isfinite(became) else str(became)
             wider = f"pass {module}.float64 (exact for every integer up to 2**53), " if short != "float64" else ""
             msg = (f"{where}: column {name!r} ({src}) holds {value}, which {short} cannot hold exactly; "
                    f"dtypes={target} would make it {shown}")
             raise error(msg, f"keep an integer dtype for {name!r} ({module}.{src if kind == 'i' else 'int64'}), "
                              f"{wider}or leave {name!r} out of dtypes")
         return
-    if np.finfo(values.dtype).max <= largest:
+    keeps_inf = short not in FLOATS_WITHOUT_INF
+    if keeps_inf and np.finfo(values.dtype).max <= largest:
         return
+    # The common case in two reductions, nothing copied (fmin / fmax pass NaN over, as fast as min / max):
+    # every value within the target's range.
+    low, high = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
+    if math.isnan(low) or max(-low, high) <= largest:
+        return  # (NaN: every value is NaN, which every float type holds)
     with np.errstate(all="ignore"):
-        finite = flat[np.isfinite(flat)]
-        if not finite.size or max(-float(finite.min()), float(finite.max())) <= largest:
-            return
-        far = finite[np.abs(finite) > largest]
+        far = flat[(flat > largest) | (flat < -largest)]  # (inf too: a type with inf keeps it, as judged below)
         conv = convert(far)
-    bad = np.isinf(conv)
+        # Past the largest value by more than half a step there: IEEE types round that to inf, types without
+        # inf to their largest value (or NaN); inf itself must stay inf.
+        half_step = 2.0 ** (math.floor(math.log2(largest)) - FLOAT_MANTISSA_BITS[short] - 1)
+        bad = np.where(np.isfinite(far), ~np.isfinite(conv) | (np.abs(conv - far) > half_step), conv != far)
     if bad.any():
-        value = far[int(np.flatnonzero(bad)[0])].item()
+        i = int(np.flatnonzero(bad)[0])
+        value, became = far[i].item(), float(conv[i])
         msg = (f"{where}: column {name!r} ({src}) holds {value!r}, past {short}'s largest value ({largest:g}); "
-               f"dtypes={target} would make it inf")
+               f"dtypes={target} would make it {became!r}")
         raise error(msg, f"pass a wider float dtype for {name!r} ({module}.{src}), or scale or clip the column "
                          f"first (ds.map_batches)")
+
+
+def _check_positive(flat: np.ndarray, convert: Callable[[np.ndarray], np.ndarray], *, name: str, src: str,
+                    short: str, target: str, where: str, module: str, error: type[BridgeError]) -> None:
+    """A target of positive numbers only (:data:`FLOATS_WITHOUT_SIGN`): a value of ``flat`` at or below zero is
+    refused (float8_e8m0fnu made -1000.0 1024.0 and 0.0 5.9e-39)."""
+    with np.errstate(all="ignore"):
+        bad = flat <= 0
+    if bad.any():
+        value = flat[int(np.flatnonzero(bad)[0])]
+        with np.errstate(all="ignore"):
+            became = float(convert(np.asarray([value]))[0])
+        msg = (f"{where}: column {name!r} ({src}) holds {value.item()!r}, and {short} holds no negative number "
+               f"and no zero; dtypes={target} would make it {became!r}")
+        raise error(msg, f"keep a signed float dtype for {name!r} ({module}.float32), or leave {name!r} out of "
+                         f"dtypes")
 
 
 def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:

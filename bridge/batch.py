@@ -423,10 +423,14 @@ def _na_to_none(value: Any, na: Any) -> Any:
 
 def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     """A user function's result -> a block.  Raises :class:`BatchTypeError` on anything else."""
-    if isinstance(batch, pa.Table):
-        return normalize_types(batch)
-    if isinstance(batch, pa.RecordBatch):
-        return normalize_types(pa.Table.from_batches([batch]))
+    if isinstance(batch, (pa.Table, pa.RecordBatch)):
+        table = normalize_types(batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch]))
+        if like is not None and like.metadata and table.schema.metadata == like.metadata:
+            # The input's pandas metadata, kept by set_column / drop_columns: made true of the columns returned.
+            from bridge.pandas_types import fitted_metadata
+
+            return fitted_metadata(table, like)
+        return table
     if isinstance(batch, Mapping):
         names = list(batch.keys())
         like_types = {f.name: f.type for f in like} if like is not None else {}

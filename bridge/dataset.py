@@ -238,6 +238,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         min_rows: int | None = None,
         preserves_rows: bool = False,
         bundle_after_read: bool = False,
+        schema: pa.Schema | None = None,
     ) -> Dataset:
         if user is not None and not user.is_class and (user.ctor_args or user.ctor_kwargs):
             from bridge.errors import BridgeValueError
@@ -254,7 +255,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         compute = Compute(actors=uses_actors, concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus,
                           ray_remote_args=dict(ray_remote_args))
         op = MapLike([self._plan], label, make, fn=user, compute=compute, min_rows_per_bundle=min_rows,
-                     preserves_rows=preserves_rows, bundle_after_read=bundle_after_read)
+                     preserves_rows=preserves_rows, bundle_after_read=bundle_after_read, schema=schema)
         return self._with(op)
 
     def map(self, fn: Callable[[dict[str, Any]], dict[str, Any]] | type, *,
@@ -376,7 +377,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         Int arithmetic stays exact: an overflow raises (Ray Data's wraps); comparisons of numbers
         are exact.  A literal alone gives a constant column.  Ray Data ``udf`` expressions are
         refused (use ``map_batches`` / ``add_column``).  Where the schema is known without
-        running anything, a missing column or types no operation takes raise here, at the call.
+        running anything, a missing column or types no operation takes raise here, at the call,
+        and the new column's type is known too (``schema()``, and a ``filter(expr=...)`` on it
+        checked at its call).
 
         Example:
             >>> import bridge
@@ -398,8 +401,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         value = value_expr(expr, "with_column")
         resolve_compute(label, compute, None, False)
         make = partial(with_column_transform, column_name, value, label)
-        check_on_schema(make(), known_schema(self._plan))  # never runs anything
-        return self._map_like(make, label, None, None, num_cpus, num_gpus, ray_remote_args, preserves_rows=True)
+        schema = check_on_schema(make(), known_schema(self._plan))  # never runs anything
+        return self._map_like(make, label, None, None, num_cpus, num_gpus, ray_remote_args, preserves_rows=True,
+                              schema=schema)
 
     def _project(self, label: str, columns: list[str] | None = None, **kw: Any) -> Dataset:
         op = Project([self._plan], label, partial(project_transform, label, **kw), preserves_rows=True,

@@ -34,6 +34,11 @@ value, stored as null)
 ``None``, of lists, dicts or ``datetime.time``     masked or ``ArrowDtype`` column)
 =================================================  ==========================================================
 
+An ``ArrowDtype`` pyarrow names otherwise (a decimal is "object", as a column of ``Decimal`` objects) is
+marked in the entry (:data:`ARROW_DTYPE_KEY`).  A column an operation replaced by values of another type
+(``with_column``, ``add_column``, a function's table) or added under a dropped column's name has no
+entry (:func:`fitted_metadata`): the first table's rules give its dtype, as for any new column.
+
 Back (:func:`pandas_to_block`) pandas' own convention holds for NumPy float
 columns (NaN is missing, as ``pyarrow.Table.from_pandas`` reads it); a masked
 or ``ArrowDtype`` column converts exactly; an object column of ndarrays whose
@@ -194,6 +199,11 @@ def _pyarrow_strings(entry: Any, t: pa.DataType) -> bool:
     return isinstance(entry, dict) and entry.get("numpy_type") == "string" and pa.types.is_large_string(t)
 
 
+#: Key in a column's pandas metadata entry (its ``metadata``) naming the Arrow type of an ``ArrowDtype`` column
+#: whose ``numpy_type`` does not say so: pyarrow names ``ArrowDtype(decimal128(10, 2))`` "object", as it names a
+#: column of ``Decimal`` objects (set by :func:`table_from_pandas`, read by :func:`frame_dtype`).
+ARROW_DTYPE_KEY = "raybridge_arrow_dtype"
+
 #: What :func:`frame_dtype` says of a column: the frame held it as a NumPy float (NaN for missing), or
 #: as Python objects.
 FRAME_FLOAT = "float"
@@ -212,16 +222,25 @@ def frame_dtype(entry: Any, t: pa.DataType) -> Any:
     numpy_type = entry.get("numpy_type") if isinstance(entry, dict) else None
     if not isinstance(numpy_type, str):
         return None
+    marks = entry.get("metadata")
+    if isinstance(marks, dict) and marks.get(ARROW_DTYPE_KEY) == str(t):
+        import pandas as pd
+
+        return pd.ArrowDtype(t)  # (a decimal ArrowDtype: pyarrow names it "object", as a column of Decimals)
     if numpy_type.endswith("[pyarrow]"):
         import pandas as pd
 
+        if numpy_type == f"{t}[pyarrow]" and numpy_type != "string[pyarrow]":
+            # The name pyarrow gives ``ArrowDtype(t)``: also where pandas cannot parse it back (a dictionary,
+            # a map: pyarrow's own ``to_pandas`` fails on those).
+            return pd.ArrowDtype(t)
         try:
             # "string[pyarrow]" names ``ArrowDtype(pa.string())`` here (a ``StringDtype`` is "string"), but
             # pandas parses it as ``StringDtype("pyarrow")``.
             dtype = pd.ArrowDtype(pa.string()) if numpy_type == "string[pyarrow]" \
                 else pd.api.types.pandas_dtype(numpy_type)
         except (TypeError, ValueError, NotImplementedError):
-            return None  # (pyarrow names a decimal's precision, which pandas cannot parse)
+            return None
         return dtype if isinstance(dtype, pd.ArrowDtype) and dtype.pyarrow_dtype == t else None
     if numpy_type in ("float16", "float32", "float64"):
         width = np.dtype(numpy_type).itemsize * 8
@@ -284,17 +303,62 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
             special[name] = _zoned_categorical(col)
         elif strings is None and _pyarrow_strings(entries.get(name), col.type):
             special[name] = pd.Series(pd.arrays.ArrowStringArray(col))
-    df = _frame_of(block, special, index_cols, meta, mapper, writable)
-    if special and not _plain_labels((meta or {}).get("column_indexes")):
+    plain_labels = _plain_labels((meta or {}).get("column_indexes"))
+    labels = None
+    try:
+        df = _frame_of(block, special, index_cols, meta, mapper, writable)
+    except (ValueError, TypeError):
+        if plain_labels:
+            raise
+        # Labels of two kinds: a column added under a string name to a frame of int labels (``with_column``),
+        # which pyarrow fails to make an int.  Built by field name; the labels are restored one by one.
+        unlabelled = {**(meta or {}), "column_indexes": []}
+        block = block.replace_schema_metadata({**block.schema.metadata, b"pandas": json.dumps(unlabelled).encode()})
+        df = _frame_of(block, special, index_cols, unlabelled, mapper, writable)
+        labels = _column_labels(block.schema, index_cols, meta)
+    if labels is None and special and not plain_labels:
         # Column labels that are not plain strings (ints, a named or multi-level column index): the
         # frame above is built by field name; pyarrow restores the labels from the metadata.
-        from bridge.block import empty_table
-
-        labels = empty_table(block.schema).to_pandas().columns
-        if len(labels) == len(df.columns) and not (
-                labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
-            df.columns = labels
+        labels = _column_labels(block.schema, index_cols, meta)
+    if labels is not None and len(labels) == len(df.columns) and not (
+            labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
+        df.columns = labels
     return df
+
+
+def _labels_only(schema: pa.Schema, meta: dict[str, Any]) -> dict[bytes, bytes]:
+    """``schema``'s metadata with pandas metadata ``meta`` naming no column's dtype (each an object column):
+    enough for the labels and the index, and no dtype name pyarrow fails to parse
+    ("dictionary<...>[pyarrow]", "map<...>[pyarrow]") or cannot apply to the column."""
+    columns = [{**e, "numpy_type": "object"} if isinstance(e, dict) else e for e in meta.get("columns", [])]
+    return {**(schema.metadata or {}), b"pandas": json.dumps({**meta, "columns": columns}).encode()}
+
+
+def _column_labels(schema: pa.Schema, index_cols: list[str], meta: Any) -> Any:
+    """The frame's column labels, as pyarrow restores them from the pandas metadata ``meta`` (of a block of
+    ``schema``); one by one where they are not all of one kind (a label pyarrow cannot restore stays the
+    field's name, as ``df["y"] = ...`` on a frame of int labels gives ``[0, 1, "y"]``)."""
+    import pandas as pd
+
+    from bridge.block import empty_table
+
+    metadata = _labels_only(schema, meta)
+    try:
+        return empty_table(schema.with_metadata(metadata)).to_pandas().columns
+    except (ValueError, TypeError):
+        pass
+    labels: list[Any] = []
+    for field in schema:
+        if field.name in index_cols:
+            continue
+        try:
+            got = empty_table(pa.schema([field], metadata=metadata)).to_pandas().columns.tolist()
+        except (ValueError, TypeError):
+            got = []
+        labels.append(got[0] if len(got) == 1 else field.name)
+    levels = meta.get("column_indexes") or []
+    name = levels[0].get("name") if len(levels) == 1 and isinstance(levels[0], dict) else None
+    return pd.Index(labels, dtype=object, name=name)
 
 
 def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta: Any, mapper: Any,
@@ -327,11 +391,15 @@ def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta
     if plain:
         # By field name: labels restored from the metadata (ints) would not be found below (and the
         # column dropped); the caller gives the frame its labels.
+        # The metadata describes only the columns pyarrow converts here: the entry of a column converted above
+        # may name a dtype pyarrow fails to parse ("dictionary<...>[pyarrow]") or applies wrongly.
         picked = block.select(plain)
         own = picked.schema.pandas_metadata
-        if own and own.get("column_indexes"):
-            picked = picked.replace_schema_metadata({**picked.schema.metadata, b"pandas": json.dumps(
-                {**own, "column_indexes": []}).encode()})
+        if own and (own.get("column_indexes") or any(isinstance(e, dict) and e.get("field_name") in special
+                                                     for e in own.get("columns", []))):
+            own = {**own, "column_indexes": [], "columns": [
+                e for e in own.get("columns", []) if not (isinstance(e, dict) and e.get("field_name") in special)]}
+            picked = picked.replace_schema_metadata({**picked.schema.metadata, b"pandas": json.dumps(own).encode()})
         base = picked.to_pandas(types_mapper=mapper, split_blocks=not writable)
     index = base.index if base is not None else pd.RangeIndex(block.num_rows)
     cols: dict[str, Any] = {}
@@ -364,6 +432,62 @@ def renamed_metadata(metadata: dict[bytes, bytes], rename: dict[str, str]) -> di
     except (ValueError, TypeError, AttributeError):
         return metadata
     return {**metadata, b"pandas": json.dumps(meta).encode("utf8")}
+
+
+def fitted_metadata(block: Block, before: pa.Schema | None = None) -> Block:
+    """``block`` with its pandas metadata (kept from the frame it came from by an operation that changed its
+    columns) made true of its columns again, so that ``to_pandas`` gives no old column's dtype to new values.
+
+    ``before``: the schema of the block the operation started from.  The entry of a column whose type is not
+    the one ``before`` gives it (replaced by ``with_column`` / ``add_column`` or a function's table, or new
+    under a name a dropped column had) is dropped: the rules of the module docstring then give its dtype, as
+    for any new column (an Int64 entry made 0.5 an error, a ``string`` entry made ints strings).  An index
+    column keeps an entry (pyarrow needs its name), describing the new type.  The entry of a column the block
+    no longer has is dropped, from the index columns too (else it came back with a later column of its name).
+    No metadata to fit: ``block`` itself.
+    """
+    raw = (block.schema.metadata or {}).get(b"pandas")
+    if raw is None:
+        return block
+    try:
+        meta = json.loads(raw)
+        entries = meta.get("columns", [])
+        index_columns = meta.get("index_columns", [])
+    except (ValueError, TypeError, AttributeError):
+        return block
+    if not isinstance(entries, list) or not isinstance(index_columns, list):
+        return block
+    types = dict(zip(block.schema.names, block.schema.types))
+    old = dict(zip(before.names, before.types)) if before is not None else types
+    kept: list[Any] = []
+    gone: set[str] = set()
+    changed = False
+    for entry in entries:
+        name = entry.get("field_name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or (name in types and old.get(name) == types[name]):
+            kept.append(entry)
+        elif name in types and name in index_columns:
+            kept.append(_plain_entry(entry, name, types[name]))
+            changed = True
+        else:
+            gone.add(name)
+            changed = True
+    if not changed:
+        return block
+    meta["columns"] = kept
+    meta["index_columns"] = [c for c in index_columns if not (isinstance(c, str) and c in gone)]
+    return block.replace_schema_metadata({**block.schema.metadata, b"pandas": json.dumps(meta).encode("utf8")})
+
+
+def _plain_entry(entry: dict[str, Any], name: str, t: pa.DataType) -> dict[str, Any]:
+    """An index column's pandas metadata entry for a column of type ``t``: its label, and the dtype pyarrow
+    would write for the pandas column Arrow makes of ``t`` (no frame's dtype to restore)."""
+    try:
+        described = pa.Table.from_pandas(pa.table({name: pa.array([], t)}).to_pandas(), preserve_index=False)
+        fresh = described.schema.pandas_metadata["columns"][0]
+    except (pa.ArrowException, TypeError, ValueError, KeyError, IndexError):
+        fresh = {"pandas_type": "object", "numpy_type": "object", "metadata": None}
+    return {**fresh, "name": entry.get("name"), "field_name": name}
 
 
 def keeps_index(df: pandas.DataFrame, like: pa.Schema | None) -> bool:
@@ -470,7 +594,37 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
             table = table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
     if not (labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
         _check_labels_come_back(labels, table.schema)
-    return table
+    return _mark_arrow_dtypes(df, table)
+
+
+def _mark_arrow_dtypes(df: pandas.DataFrame, table: pa.Table) -> pa.Table:
+    """``table`` (made from ``df``) with :data:`ARROW_DTYPE_KEY` in the pandas metadata of each ``ArrowDtype``
+    column pyarrow names otherwise (a decimal is "object", as a column of ``Decimal`` objects): so that
+    ``to_pandas`` gives the frame's ``ArrowDtype`` back, not objects.  Other readers see the entry as pyarrow
+    wrote it, one key more."""
+    import pandas as pd
+
+    arrow = {str(c): dt for c, dt in zip(df.columns, df.dtypes) if isinstance(dt, pd.ArrowDtype)}
+    meta = table.schema.pandas_metadata if arrow else None
+    if not meta:
+        return table
+    changed = False
+    for entry in meta.get("columns", []):
+        name = entry.get("field_name") if isinstance(entry, dict) else None
+        dt = arrow.get(name) if isinstance(name, str) else None
+        if dt is None or entry.get("numpy_type") == str(dt) or dt.pyarrow_dtype != _field_type(table, entry):
+            continue
+        marks = entry.get("metadata")
+        entry["metadata"] = {**(marks if isinstance(marks, dict) else {}), ARROW_DTYPE_KEY: str(dt.pyarrow_dtype)}
+        changed = True
+    if not changed:
+        return table
+    return table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode("utf8")})
+
+
+def _field_type(table: pa.Table, entry: dict[str, Any]) -> pa.DataType | None:
+    i = table.schema.get_field_index(entry.get("field_name"))
+    return table.schema.field(i).type if i >= 0 else None
 
 
 def _check_labels_come_back(labels: Any, schema: pa.Schema) -> None:
@@ -482,8 +636,9 @@ def _check_labels_come_back(labels: Any, schema: pa.Schema) -> None:
     """
     from bridge.block import empty_table
 
+    meta = schema.pandas_metadata
     try:
-        back = empty_table(schema).to_pandas().columns
+        back = empty_table(schema.with_metadata(_labels_only(schema, meta)) if meta else schema).to_pandas().columns
         same = len(back) == len(labels) and list(back) == list(labels) and all(
             type(a) is type(b) for a, b in zip(back, labels)) and list(back.names) == list(labels.names)
     except (TypeError, ValueError, pa.ArrowException):

@@ -368,7 +368,7 @@ def project_transform(
     rename: dict[str, str] | None = None,
 ) -> BlockTransform:
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
-        from bridge.pandas_types import renamed_metadata
+        from bridge.pandas_types import fitted_metadata, renamed_metadata
 
         for b in blocks:
             if _no_output(b):
@@ -383,9 +383,9 @@ def project_transform(
                 msg = f"{label}: column(s) {missing} not found; the block has {names}"
                 raise SchemaMismatchError(msg, "check the spelling, or call ds.schema() to list the columns")
             if select is not None:
-                b = b.select(select)
+                b = fitted_metadata(b.select(select))  # (a dropped column's pandas entry would name a later one)
             if drop is not None:
-                b = b.drop_columns(drop)
+                b = fitted_metadata(b.drop_columns(drop))
             if rename is not None:
                 meta = b.schema.metadata
                 b = b.rename_columns([rename.get(c, c) for c in b.column_names])  # (drops the schema's metadata)
@@ -410,6 +410,8 @@ def _aligned(value: Any, batch: Any) -> Any:
 
 
 def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) -> BlockTransform:
+    from bridge.pandas_types import fitted_metadata
+
     fmt = batch_mod.normalize_format(batch_format)
 
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
@@ -433,9 +435,9 @@ def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) 
                 raise _bad_output(label, ctx, ValueError(f"got {len(arr)} values for {b.num_rows} rows"),
                                   "an array with one value per row")
             if col in b.column_names:
-                b = b.set_column(b.column_names.index(col), col, arr)
+                out = b.set_column(b.column_names.index(col), col, arr)
             else:
-                b = b.append_column(col, arr)
-            yield b
+                out = b.append_column(col, arr)
+            yield fitted_metadata(out, b.schema)  # (the old column's pandas dtype is not the new values')
 
     return BlockTransform(run, label)

@@ -757,8 +757,11 @@ def _arrow_expr_column(expr: pc.Expression, block: pa.Table) -> Value:
 
 def with_column_transform(name: str, expr: ValueExpr | pc.Expression, label: str) -> BlockTransform:
     """``with_column(name, expr)`` as a block transform: ``expr``'s values as column ``name`` (replacing one of
-    that name in its place, as Ray Data does, else appended); Arrow's errors become ours."""
+    that name in its place, as Ray Data does, else appended); Arrow's errors become ours.  The pandas metadata
+    of a block made from a frame stops describing a replaced column whose type changed
+    (:func:`bridge.pandas_types.fitted_metadata`): ``to_pandas`` gave the old column's dtype to the new values."""
     from bridge.execution.transform import BlockTransform
+    from bridge.pandas_types import fitted_metadata
 
     def values(b: pa.Table) -> Value:
         return expr.column(b) if isinstance(expr, ValueExpr) else _arrow_expr_column(expr, b)
@@ -775,27 +778,31 @@ def with_column_transform(name: str, expr: ValueExpr | pc.Expression, label: str
             except BridgeError as err:
                 raise type(err)(f"{label}: {err.what}", err.hint) from err
             if name in b.column_names:
-                yield b.set_column(b.column_names.index(name), name, column)
+                out = b.set_column(b.column_names.index(name), name, column)
             else:
-                yield b.append_column(name, column)
+                out = b.append_column(name, column)
+            yield fitted_metadata(out, b.schema)
 
     return BlockTransform(run, label)
 
 
-def check_on_schema(transform: BlockTransform, schema: pa.Schema | None) -> None:
+def check_on_schema(transform: BlockTransform, schema: pa.Schema | None) -> pa.Schema | None:
     """Run ``transform`` on an empty table of ``schema`` (when known): a missing column, types no kernel takes
-    raise now, at the call; what Arrow only refuses on real rows is left to the run."""
+    raise now, at the call; what Arrow only refuses on real rows is left to the run.  Gives the output's
+    schema (the types of a ``with_column``'s blocks), or ``None`` where ``schema`` is unknown or the run on
+    no rows failed."""
     if schema is None:
-        return
+        return None
     from bridge.block import empty_table
     from bridge.execution.transform import TaskContext
 
     try:
-        list(transform([empty_table(schema)], TaskContext(0)))
+        out = list(transform([empty_table(schema)], TaskContext(0)))
     except BridgeError:
         raise
-    except Exception:  # noqa: BLE001, S110 - not ours to judge on no rows: the run says
-        pass
+    except Exception:  # noqa: BLE001 - not ours to judge on no rows: the run says
+        return None
+    return out[0].schema if len(out) == 1 and isinstance(out[0], pa.Table) else None
 
 
 __all__ = ["FilterExpr", "ValueExpr", "check_on_schema", "compare_exact", "expr_filter_transform", "is_ray_expr",

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from bridge.execution.bundle import RefBundle
     from bridge.execution.transform import BlockTransform, UserFn
     from bridge.io.datasource import Datasource
@@ -124,6 +126,9 @@ class MapLike(LogicalOp):
     #: ``min_rows_per_bundle`` must hold even right after a read (writes' ``min_rows_per_file``):
     #: the operator then runs after the read's tasks instead of inside them.
     bundle_after_read: bool = False
+    #: The output's schema where the operator states it without running (``with_column`` of an input whose
+    #: schema is known: the expression evaluated on no rows); ``None``: known only by running.
+    schema: pa.Schema | None = None
 
     @property
     def name(self) -> str:

@@ -2,7 +2,8 @@
 
 Known: blocks already in the object store, sources that read their schema
 up front (range, Parquet footers), what passes a schema through unchanged
-(limit, a column selection), and a union of inputs whose schemas are all known
+(limit, a column selection), an operator that states its output's (``with_column`` of a
+known schema), and a union of inputs whose schemas are all known
 (their promotion, as its blocks are promoted when combined).  Unknown (``None``):
 user functions, all-to-all operators, zips, unions with an input not known;
 ``Dataset.schema()`` then runs the plan to its first non-empty block.
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from bridge.plan.logical import InputData, Limit, LogicalOp, Project, Read, Union
+from bridge.plan.logical import InputData, Limit, LogicalOp, MapLike, Project, Read, Union
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,6 +35,8 @@ def known_schema(op: LogicalOp) -> pa.Schema | None:
         return op.datasource.known_schema()
     if isinstance(op, Limit):
         return known_schema(op.input)
+    if isinstance(op, MapLike) and op.schema is not None:
+        return op.schema
     if isinstance(op, Project) and op.columns is not None:
         schema = known_schema(op.input)
         if schema is None or any(c not in schema.names for c in op.columns):
