@@ -198,6 +198,11 @@ _LAZY = {
     "AsList": "bridge.ops.aggregate",
     "AbsMax": "bridge.ops.aggregate",
     "Quantile": "bridge.ops.aggregate",
+    "ValueCounter": "bridge.ops.aggregate",
+    "MissingValuePercentage": "bridge.ops.aggregate",
+    "ZeroPercentage": "bridge.ops.aggregate",
+    "ApproximateQuantile": "bridge.ops.aggregate",
+    "ApproximateTopK": "bridge.ops.aggregate",
     # Iteration (bridge/iteration/data_iterator.py)
     "DataIterator": "bridge.iteration.data_iterator",
     # Spark on Ray (adapters/spark_adapter.py)

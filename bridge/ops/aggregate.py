@@ -1,4 +1,5 @@
-"""Aggregations: the built-ins (Count, Sum, Min, Max, Mean, Std, AbsMax, Quantile, Unique) and AggregateFn.
+"""Aggregations: the built-ins (Count, Sum, Min, Max, Mean, Std, AbsMax, Quantile, Unique, CountDistinct, AsList,
+ValueCounter, MissingValuePercentage, ZeroPercentage, ApproximateQuantile, ApproximateTopK) and AggregateFn.
 
 An aggregation runs in two steps so that it can be computed per block and
 then combined (see :mod:`bridge.ops.groupby`):
@@ -188,8 +189,8 @@ def _is_list(t: pa.DataType) -> bool:
 def _value_key(value: Any) -> Any:
     """A hashable key of one Python value of a list / struct / map column, equal for values ``==`` calls
     equal and for NaNs (each NaN its own object, unequal to itself): lists and structs as tuples."""
-    if isinstance(value, float):
-        return _NAN_KEY if value != value else value
+    if isinstance(value, (float, np.floating)):  # (a float16 element comes as numpy.float16)
+        return _NAN_KEY if value != value else float(value)
     if isinstance(value, list):
         return tuple(_value_key(v) for v in value)
     if isinstance(value, dict):
@@ -203,23 +204,126 @@ def _value_key(value: Any) -> Any:
 _NAN_KEY = ("__raybridge_nan__",)
 
 
+def _integer_storage(t: pa.DataType) -> pa.DataType:
+    """``t`` with every date, time, timestamp and duration in it (at any depth) as the integers that store
+    it: the type :func:`_python_keys` views a column as, so that no value becomes a Python ``datetime``
+    (which stops at year 9999: a timestamp past it raised ``OverflowError``; a date64 of a part of a day
+    came out as its day)."""
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date64(t) or pa.types.is_time64(t):
+        return pa.int64()
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return pa.int32()
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _integer_storage(t.value_type), t.ordered)
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_integer_storage(t.key_type)),
+                       t.item_field.with_type(_integer_storage(t.item_type)), t.keys_sorted)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_integer_storage(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_integer_storage(t.value_type)))
+    if pa.types.is_list_view(t):
+        return pa.list_view(t.value_field.with_type(_integer_storage(t.value_type)))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list_view(t.value_field.with_type(_integer_storage(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_integer_storage(t.value_type)), t.list_size)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_integer_storage(t.field(i).type)) for i in range(t.num_fields)])
+    return t
+
+
+def _python_keys(values: pa.Array) -> list[Any]:
+    """:func:`_value_key` of every value of ``values`` (lists, structs, maps: what Arrow's hash kernels
+    refuse), its dates, times, timestamps and durations as their integers (exact, at any magnitude)."""
+    storage = _integer_storage(values.type)
+    if storage != values.type:
+        try:
+            values = values.view(storage)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            values = values.cast(storage)
+    return [_value_key(v) for v in values.to_pylist()]
+
+
+def _hash_key(values: pa.Array) -> pa.Array:
+    """``values`` as Arrow's grouping tells them apart where ``==`` does: floats canonical (one NaN, 0.0 for
+    -0.0, :func:`canonical_floats`), float16 as float32 first (exact; Arrow has no float16 arithmetic)."""
+    if pa.types.is_float16(values.type):
+        values = values.cast(pa.float32())
+    return canonical_floats(values)
+
+
+def _distinct_rows(values: pa.Array, owner: np.ndarray, skip_nulls: bool,
+                   weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct values of ``values`` per group (``owner[i]`` the group of ``values[i]``), ordered by
+    group, then by first occurrence: three arrays of one entry per (group, distinct value), its group, the
+    index of its first occurrence in ``values`` and how many times it occurs (the sum of its ``weights``,
+    one each when not given).  Nulls are one value, or skipped with ``skip_nulls``.
+
+    Values Arrow can hash are grouped by Arrow (floats canonical: one NaN, 0.0 == -0.0, as ``==``, the
+    sort and pandas see them); lists, structs and maps by their Python values (:func:`_python_keys`).
+    """
+    index = np.arange(len(values), dtype=np.int64)
+    if skip_nulls and values.null_count:
+        keep = values.is_valid().to_numpy(zero_copy_only=False)
+        index, owner = index[keep], owner[keep]
+        if weights is not None:
+            weights = weights[keep]
+    counts = np.ones(len(index), dtype=np.int64) if weights is None else weights.astype(np.int64, copy=False)
+    if _is_hashable(values.type):
+        kept = values if len(index) == len(values) else values.take(pa.array(index))
+        table = pa.table({"g": pa.array(owner, pa.int64()), "v": _hash_key(kept), "i": pa.array(index),
+                          "c": pa.array(counts)})
+        try:
+            found = table.group_by(["g", "v"], use_threads=False).aggregate([("i", "min"), ("c", "sum")])
+        except pa.ArrowNotImplementedError:  # a type Arrow's grouping refuses: by Python values, below
+            pass
+        else:
+            g, first = found["g"].to_numpy(), found["i_min"].to_numpy()
+            total = found["c_sum"].to_numpy()
+            order = np.lexsort((first, g))
+            return g[order], first[order], total[order]
+    keys = _python_keys(values)
+    seen: dict[tuple[int, Any], list[int]] = {}
+    for g, i, c in zip(owner.tolist(), index.tolist(), counts.tolist()):
+        entry = seen.get((g, keys[i]))
+        if entry is None:
+            seen[(g, keys[i])] = [g, i, c]
+        else:
+            entry[2] += c
+    rows = sorted(seen.values())
+    out = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
+
+
+def _offsets(groups: np.ndarray, n: int) -> pa.Array:
+    """List offsets of ``n`` groups (int32, as ``pa.ListArray``) from the (sorted) group of every element."""
+    lengths = np.bincount(groups, minlength=n) if len(groups) else np.zeros(n, dtype=np.int64)
+    return pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+
+
 def _first_distinct(values: pa.Array, owner: np.ndarray, n: int, skip_nulls: bool) -> pa.Array:
     """Per group ``g`` of ``n``, the distinct values of ``values`` whose ``owner`` is ``g``, in the order
-    they first occur, as one list per group (the Python path of :class:`Unique`, for the types Arrow's hash
-    kernels refuse)."""
-    firsts: list[list[int]] = [[] for _ in range(n)]
-    seen: list[set[Any]] = [set() for _ in range(n)]
-    for i, (g, v) in enumerate(zip(owner.tolist(), values.to_pylist())):
-        if v is None and skip_nulls:
-            continue
-        key = _value_key(v)
-        if key not in seen[g]:
-            seen[g].add(key)
-            firsts[g].append(i)
-    lengths = np.array([len(f) for f in firsts], dtype=np.int32)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-    picked = pa.array([i for f in firsts for i in f], pa.int64())
-    return pa.ListArray.from_arrays(offsets, values.take(picked))
+    they first occur, as one list per group (each the first of its equal values: -0.0 where it came first)."""
+    g, first, _ = _distinct_rows(values, owner, skip_nulls)
+    return pa.ListArray.from_arrays(_offsets(g, n), values.take(pa.array(first, pa.int64())))
+
+
+def _group_values(block: Block, on: str, rows: pa.ListArray, encode_lists: bool = False) -> tuple[pa.Array,
+                                                                                                   np.ndarray]:
+    """The values of column ``on`` of the groups ``rows`` (block rows per group) and the group of each;
+    with ``encode_lists``, a list column's elements (one level flattened; null lists have none)."""
+    values = block.column(on).take(pc.list_flatten(rows)).combine_chunks()
+    owner = pc.list_parent_indices(rows).to_numpy()
+    if encode_lists and _is_list(values.type):
+        owner = owner[pc.list_parent_indices(values).to_numpy()]
+        values = pc.list_flatten(values)
+    return values, owner
+
+
+def _state_values(lists: pa.Array, gid: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """The elements of a list state column (one list per state row) and the output group of each."""
+    return pc.list_flatten(lists), gid[pc.list_parent_indices(lists).to_numpy()]
 
 
 def _is_summable(t: pa.DataType) -> bool:
@@ -295,14 +399,15 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
     The null-typed columns that Std, AbsMax and Quantile read are cast to float64 (pyarrow has no
     variance kernel for the ``null`` type; as float64 the column is simply all null, and so is its
     standard deviation); a dictionary column Min / Max read becomes its values; Mean and Std read a
-    column of their own (:func:`_float_input`).
+    column of their own (:func:`_float_input`), MissingValuePercentage and ZeroPercentage one of flags
+    (:func:`_missing_input`, :func:`_zero_input`) that they sum.
     """
-    for col in {a.on for a in aggs if isinstance(a, _Builtin) and type(a) not in (Count, Unique) and a.on is not None}:
+    for col in {a.on for a in aggs if isinstance(a, _Builtin) and type(a) not in _READS_VALUES and a.on is not None}:
         i = block.schema.get_field_index(col)
         computed = _computed_as(block.schema.field(i).type) if i >= 0 else None
         if computed is not None:  # Arrow has no kernels for float16, and no grouped sum / min of durations
             block = block.set_column(i, col, block.column(i).cast(computed))
-    for col in {a.on for a in aggs if isinstance(a, (Std, AbsMax, Quantile)) and a.on is not None}:
+    for col in {a.on for a in aggs if isinstance(a, (Std, AbsMax, Quantile, ApproximateQuantile)) and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and pa.types.is_null(block.schema.field(i).type):
             block = block.set_column(i, col, block.column(i).cast(pa.float64()))
@@ -326,6 +431,16 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
                         and block.schema.get_field_index(_float_input(Sum, col)) < 0:
                     # A decimal256 sum wraps past 2**255: its float64 sum tells (see Mean.finish).
                     block = block.append_column(_float_input(Sum, col), values.cast(pa.float64(), safe=False))
+    flag_kinds: tuple[tuple[type, Callable[[str], str]], ...] = (
+        (MissingValuePercentage, _missing_input), (ZeroPercentage, _zero_input))
+    for flagger, flags in flag_kinds:
+        for col in {a.on for a in aggs if isinstance(a, _Builtin) and type(a) is flagger and a.on is not None}:
+            i = block.schema.get_field_index(col)
+            if i >= 0 and block.schema.get_field_index(flags(col)) < 0:
+                values = block.column(i)
+                missing = flagger is MissingValuePercentage
+                block = block.append_column(flags(col), pc.is_null(values, nan_is_null=True) if missing
+                                            else _zeros(values))
     for col in {a.on for a in aggs if type(a) is Sum and a.on is not None}:
         i = block.schema.get_field_index(col)
         if i >= 0 and block.schema.get_field_index(_exact_input(col)) < 0:
@@ -804,8 +919,11 @@ class Quantile(_Builtin):
 class Unique(_Builtin):
     """The distinct values of ``on`` per group, as a list (nulls included unless ``ignore_nulls``).
 
-    Lists, structs and maps (which Arrow's hash kernels refuse) are told apart by their Python values,
-    each NaN equal to every other (as Ray Data does for lists); the rest by Arrow's ``distinct``.
+    Values Arrow can hash, and with ``encode_lists=True`` the elements of a list column of them (its lists
+    flattened one level, as Ray Data's ``encode_lists``; null lists have none, null elements are values), are
+    told apart by Arrow's kernels; lists, structs and maps by their Python values, their dates, times,
+    timestamps and durations as the integers that store them (exact past year 9999).  Every NaN is one value
+    (as Ray Data does for lists), and so are 0.0 and -0.0 (the first that occurs is kept).
 
     Example:
         >>> import bridge
@@ -842,52 +960,27 @@ class Unique(_Builtin):
         i = schema.get_field_index(self.on) if self.on is not None else -1
         t = schema.field(i).type if i >= 0 else None
         if t is not None and (not _is_hashable(t) or (self.encode_lists and _is_list(t))):
-            return None  # Arrow's distinct takes no lists: accumulate_groups, in Python
+            return None  # Arrow's distinct takes no lists: accumulate_groups (Arrow's grouping where it can)
+        if t is not None and pa.types.is_null(t):
+            # Arrow's grouped distinct of the null type skipping nulls crashes the process (pyarrow 26):
+            # keep the null, finish skips it.
+            return [(self.on, "distinct", pc.CountOptions("all"))]
         return self.map_specs()
 
     def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
-        """The state of a column Arrow cannot hash: per group, its distinct values (first occurrences)."""
+        """The state of a column Arrow's ``distinct`` takes not (lists, structs, maps; a list column's
+        elements with ``encode_lists``): per group, its distinct values (first occurrences), grouped by
+        Arrow where it can hash them (:func:`_distinct_rows`)."""
         assert self.on is not None
-        values = block.column(self.on).take(pc.list_flatten(rows)).combine_chunks()
-        owner = pc.list_parent_indices(rows).to_numpy()
-        if self.encode_lists and _is_list(values.type):
-            owner = owner[pc.list_parent_indices(values).to_numpy()]
-            values = pc.list_flatten(values)
+        values, owner = _group_values(block, self.on, rows, self.encode_lists)
         return _first_distinct(values, owner, len(rows), self.ignore_nulls)
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
         return [None]
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
-        lists = states[0]
-        original = pc.list_flatten(lists)
-        if not _is_hashable(original.type):
-            return _first_distinct(original, gid[pc.list_parent_indices(lists).to_numpy()], n, self.ignore_nulls)
-        values = canonical_floats(original)
-        owner = pa.array(gid[pc.list_parent_indices(lists).to_numpy()])
-        if values is not original:
-            return self._first_of_equal(owner, values, original, n)
-        table = pa.table({"g": owner, "v": values})
-        per_group = table.group_by("g", use_threads=False).aggregate([("v", "distinct", self._count())])
-        per_group = per_group.take(pc.sort_indices(per_group["g"]))
-        found = per_group.column(per_group.column_names.index("v_distinct")).combine_chunks()
-        lengths = np.zeros(n, dtype=np.int32)
-        lengths[per_group["g"].to_numpy()] = pc.list_value_length(found).to_numpy(zero_copy_only=False)
-        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-        return pa.ListArray.from_arrays(offsets, pc.list_flatten(found))
-
-    @staticmethod
-    def _first_of_equal(owner: pa.Array, values: pa.Array, original: pa.Array, n: int) -> pa.Array:
-        """Floats: one value per group of equal ones (0.0 and -0.0, every NaN), the first that occurs in the
-        data (-0.0 alone stays -0.0: :func:`canonical_floats` gave 0.0, a value not in the data)."""
-        table = pa.table({"g": owner, "v": values, "o": original})
-        first = table.group_by(["g", "v"], use_threads=False).aggregate(
-            [("o", "first", pc.ScalarAggregateOptions(skip_nulls=False))])
-        first = first.take(pc.sort_indices(first["g"]))  # stable: first occurrence order within a group
-        g = first["g"].to_numpy()
-        lengths = np.bincount(g, minlength=n).astype(np.int32) if len(g) else np.zeros(n, dtype=np.int32)
-        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-        return pa.ListArray.from_arrays(offsets, first.column("o_first").combine_chunks())
+        values, owner = _state_values(states[0], gid)
+        return _first_distinct(values, owner, n, self.ignore_nulls)
 
 
 class CountDistinct(Unique):
@@ -953,5 +1046,303 @@ def _group_lists(values: pa.Array, owner: np.ndarray, n: int, skip_nulls: bool) 
     return pa.ListArray.from_arrays(offsets, values.take(pa.array(order, pa.int64())))
 
 
-__all__ = ["AbsMax", "AggregateFn", "AsList", "Count", "CountDistinct", "Max", "Mean", "Min", "Quantile", "Std", "Sum",
-           "Unique"]
+def _percentages(numerator: pa.Array, denominator: pa.Array) -> pa.Array:
+    """``numerator / denominator * 100`` in float64 (Ray Data's arithmetic), null where the denominator is 0."""
+    num, den = pc.cast(numerator, pa.float64()), pc.cast(denominator, pa.float64())
+    pct = pc.multiply(pc.divide(num, pc.if_else(pc.greater(den, 0.0), den, pa.scalar(1.0))), 100.0)
+    return pc.if_else(pc.equal(den, 0.0), pa.scalar(None, pa.float64()), pct)
+
+
+def _missing_input(col: str) -> str:
+    """The column :class:`MissingValuePercentage` sums: whether each value is null or NaN."""
+    return f"__raybridge_missing_{col}"
+
+
+def _zero_input(col: str) -> str:
+    """The column :class:`ZeroPercentage` sums: whether each value is zero (null where null)."""
+    return f"__raybridge_zero_{col}"
+
+
+def _zeros(values: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+    """Whether each value of a numeric column is zero (-0.0 is; NaN is not), null where it is null."""
+    t = values.type
+    if pa.types.is_null(t):
+        return pa.nulls(len(values), pa.bool_())
+    if pa.types.is_boolean(t):
+        return pc.invert(values)
+    return pc.equal(values, 0)
+
+
+class ValueCounter(_Builtin):
+    """How many times each value of ``on`` occurs per group (``value_counter(on)``), as Ray Data's
+    ``ValueCounter`` (pandas' ``value_counts``): ``{"values": [...], "counts": [...]}``, the values in the
+    order they first occur, null one of them (counted, as Arrow's ``value_counts`` that Ray Data uses).
+
+    Values are told apart as :class:`Unique` tells them (every NaN one value, 0.0 and -0.0 one value: Ray
+    Data tells those apart inside a block but not across blocks); lists, structs and maps are counted too
+    (Ray Data raises Arrow's ``ArrowNotImplementedError``).  The values keep the column's type.
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.from_items([{"c": "A"}, {"c": "B"}, {"c": "A"}, {"c": None}])
+        >>> ds.aggregate(bridge.ValueCounter("c"))
+        {'value_counter(c)': {'values': ['A', 'B', None], 'counts': [2, 1, 1]}}
+    """
+
+    _takes = staticmethod(_is_distinguishable)
+    _takes_words = "values Arrow can hash, and lists, structs and maps of them (not tensors)"
+
+    def __init__(self, on: str, alias_name: str | None = None) -> None:
+        super().__init__(on, True, alias_name, "value_counter")
+
+    def map_specs(self) -> None:
+        return None  # accumulate_groups: a count per (group, value)
+
+    def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
+        """Per group, its distinct values and how often each occurs (one list of (value, count) structs)."""
+        assert self.on is not None
+        values, owner = _group_values(block, self.on, rows)
+        return _counts_state(values, owner, len(rows), skip_nulls=False)
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        values, g, counts = _merged_counts(states[0], gid, skip_nulls=False)
+        offsets = _offsets(g, n)
+        return pa.StructArray.from_arrays(
+            [pa.ListArray.from_arrays(offsets, values), pa.ListArray.from_arrays(offsets, pa.array(counts, pa.int64()))],
+            names=["values", "counts"])
+
+
+def _counts_state(values: pa.Array, owner: np.ndarray, n: int, skip_nulls: bool) -> pa.Array:
+    """The state of :class:`ValueCounter` / :class:`ApproximateTopK` for ``n`` groups: per group, a list
+    of (value, count) structs, one per distinct value, in first-occurrence order."""
+    g, first, counts = _distinct_rows(values, owner, skip_nulls)
+    pairs = pa.StructArray.from_arrays([values.take(pa.array(first, pa.int64())), pa.array(counts, pa.int64())],
+                                       names=["value", "count"])
+    return pa.ListArray.from_arrays(_offsets(g, n), pairs)
+
+
+def _merged_counts(lists: pa.Array, gid: np.ndarray, skip_nulls: bool) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The (value, count) states of every block merged per output group: the distinct values (the first of
+    each), their group and total count, ordered by group, then by first occurrence."""
+    pairs, owner = _state_values(lists, gid)
+    values = pairs.field("value")
+    counts = pairs.field("count").to_numpy(zero_copy_only=False)
+    g, first, total = _distinct_rows(values, owner, skip_nulls, weights=counts)
+    return values.take(pa.array(first, pa.int64())), g, total
+
+
+class MissingValuePercentage(_Builtin):
+    """The percentage of null or NaN values of ``on`` per group (``missing_pct(on)``), as Ray Data's
+    ``MissingValuePercentage``: a float64 in [0, 100] (a NaN inside a list is not missing; the list is not).
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.from_items([{"x": 1.0}, {"x": None}, {"x": float("nan")}, {"x": 4.0}])
+        >>> ds.aggregate(bridge.MissingValuePercentage("x"))
+        {'missing_pct(x)': 50.0}
+    """
+
+    _takes = staticmethod(lambda t: True)
+    _takes_words = "any type"
+
+    def __init__(self, on: str, alias_name: str | None = None) -> None:
+        super().__init__(on, False, alias_name, "missing_pct")
+
+    def map_specs(self) -> list[Spec]:
+        assert self.on is not None
+        return [(_missing_input(self.on), "sum", pc.ScalarAggregateOptions(min_count=0)), ([], "count_all", None)]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", pc.ScalarAggregateOptions(min_count=0)), ("sum", pc.ScalarAggregateOptions(min_count=0))]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        missing, total = merged
+        assert missing is not None and total is not None
+        return _percentages(missing, total)
+
+
+class ZeroPercentage(_Builtin):
+    """The percentage of zeros among the values of ``on`` per group (``zero_pct(on)``), as Ray Data's
+    ``ZeroPercentage``: a float64 in [0, 100], null for a group without values.
+
+    With ``ignore_nulls=True`` (default) nulls count in neither part; with ``False`` they count in the
+    denominator.  NaN is a value and not a zero; -0.0 is a zero.  Booleans count ``False`` as zero (Ray
+    Data raises Arrow's ``ArrowNotImplementedError`` for them).
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.from_items([{"v": 0}, {"v": 1}, {"v": 0}, {"v": None}])
+        >>> ds.aggregate(bridge.ZeroPercentage("v"))
+        {'zero_pct(v)': 66.66666666666666}
+        >>> ds.aggregate(bridge.ZeroPercentage("v", ignore_nulls=False))
+        {'zero_pct(v)': 50.0}
+    """
+
+    def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name, "zero_pct")
+
+    def map_specs(self) -> list[Spec]:
+        assert self.on is not None
+        count: Spec = (self.on, "count", pc.CountOptions("only_valid")) if self.ignore_nulls else ([], "count_all",
+                                                                                                     None)
+        return [(_zero_input(self.on), "sum", pc.ScalarAggregateOptions(min_count=0)), count]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", pc.ScalarAggregateOptions(min_count=0)), ("sum", pc.ScalarAggregateOptions(min_count=0))]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        zeros, total = merged
+        assert zeros is not None and total is not None
+        return _percentages(zeros, total)
+
+
+def _kll_precision(name: str, k: Any) -> int:
+    from bridge.errors import BridgeValueError
+
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 8 <= k <= 65535:
+        raise BridgeValueError(f"{name}: quantile_precision must be an integer from 8 to 65535 (the K of a KLL "
+                               f"sketch); got {k!r}", "leave it at 800, or pass e.g. quantile_precision=200")
+    return int(k)
+
+
+class ApproximateQuantile(_Builtin):
+    """The ``quantiles`` of ``on`` per group (``approx_quantile(on)``), a list of float64, one per quantile,
+    with Ray Data's ``ApproximateQuantile`` arguments and answers.
+
+    Ray Data builds a KLL sketch (``datasketches``, with ``quantile_precision`` as its K); this computes the
+    answer such a sketch gives when it holds every value, exactly: the value of rank ``floor(q * n)`` (0-based,
+    at most ``n - 1``) among the ``n`` sorted values, the definition of the sketch's ``get_quantiles`` (no
+    interpolation: always a value of the data).  That is within the sketch's documented rank error of Ray
+    Data's answer, and the same answer as long as the sketch is exact (up to about ``quantile_precision``
+    values); a sketch holds float32, so Ray Data's values are also rounded to float32 (these are not).  Each
+    group's values are gathered, so a group must fit in a task's memory.  ``quantile_precision`` is checked
+    as the sketch would and otherwise unused.
+
+    Nulls and NaNs are skipped (as the sketch skips them); a group without other values gives ``[]``.
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.from_items([{"v": v} for v in (20.0, 40.0, 60.0, 80.0, 100.0)])
+        >>> ds.aggregate(bridge.ApproximateQuantile("v", quantiles=[0.1, 0.5, 0.9]))
+        {'approx_quantile(v)': [20.0, 60.0, 100.0]}
+    """
+
+    def __init__(self, on: str, quantiles: list[float], quantile_precision: int = 800,
+                 alias_name: str | None = None) -> None:
+        super().__init__(on, True, alias_name, "approx_quantile")
+        from bridge.errors import BridgeValueError
+
+        qs = list(quantiles) if isinstance(quantiles, (list, tuple, np.ndarray)) else None
+        if qs is None or not all(isinstance(q, (int, float, np.integer, np.floating)) and not isinstance(q, bool)
+                                 and 0.0 <= q <= 1.0 for q in qs):
+            raise BridgeValueError(f"{self.name}: quantiles must be a list of numbers in [0, 1]; got {quantiles!r}",
+                                   "pass e.g. quantiles=[0.5] for the median, [0.25, 0.5, 0.75] for the quartiles")
+        self.quantiles = [float(q) for q in qs]
+        self.quantile_precision = _kll_precision(self.name, quantile_precision)
+
+    def map_specs(self) -> list[Spec]:
+        return [(self.on, "list", None)]
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        values, owner = _state_values(states[0], gid)
+        numbers = values.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # uint64 rounds, as float()
+        keep = values.is_valid().to_numpy(zero_copy_only=False) & ~np.isnan(numbers)
+        numbers, owner = numbers[keep], owner[keep]
+        order = np.lexsort((numbers, owner))
+        numbers = numbers[order]
+        sizes = np.bincount(owner, minlength=n) if len(owner) else np.zeros(n, dtype=np.int64)
+        starts = (np.cumsum(sizes) - sizes).astype(np.int64)
+        has = sizes > 0
+        picked = np.empty((int(has.sum()), len(self.quantiles)), dtype=np.float64)
+        for j, q in enumerate(self.quantiles):
+            # The sketch's rule (inclusive=False): the first value whose cumulative weight passes q * n,
+            # the weight computed in float64 as the sketch does.
+            rank = np.minimum(np.floor(q * sizes[has].astype(np.float64)).astype(np.int64), sizes[has] - 1)
+            picked[:, j] = numbers[starts[has] + rank]
+        lengths = np.where(has, len(self.quantiles), 0)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, pa.array(picked.reshape(-1), pa.float64()))
+
+
+class ApproximateTopK(_Builtin):
+    """The ``k`` most frequent values of ``on`` per group (``approx_topk(on)``), with Ray Data's
+    ``ApproximateTopK`` arguments and output: a list of ``{on: value, "count": n}``, most frequent first.
+
+    Ray Data counts with a frequent-items sketch (``datasketches``, ``2**log_capacity`` counters) whose counts
+    are exact while the distinct values fit in it and otherwise off by at most ``N / 2**log_capacity``; this
+    counts exactly (the answer of a sketch that holds every value), so it is within that documented error
+    of Ray Data's, and each group's distinct values are held in memory.  Values of equal count come in the
+    order they first occur (the sketch's order among them is arbitrary).  ``log_capacity`` is checked and
+    otherwise unused.
+
+    Nulls are skipped; with ``encode_lists=True`` the elements of a list column are counted (one level
+    flattened, null elements skipped), as Ray Data does.  Values are told apart as :class:`Unique` tells
+    them (every NaN one value; 0.0 and -0.0 one value, which Ray Data's pickled keys tell apart); they keep
+    the column's type.
+
+    Example:
+        >>> import bridge
+        >>> ds = bridge.from_items([{"w": w} for w in ("apple", "banana", "apple", "cherry", "apple", "cherry")])
+        >>> ds.aggregate(bridge.ApproximateTopK("w", k=2))
+        {'approx_topk(w)': [{'w': 'apple', 'count': 3}, {'w': 'cherry', 'count': 2}]}
+    """
+
+    _takes = staticmethod(_is_distinguishable)
+    _takes_words = "values Arrow can hash, and lists, structs and maps of them (not tensors)"
+
+    def __init__(self, on: str, k: int, log_capacity: int = 15, alias_name: str | None = None,
+                 encode_lists: bool = False) -> None:
+        super().__init__(on, True, alias_name, "approx_topk")
+        from bridge.errors import BridgeValueError
+
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise BridgeValueError(f"{self.name}: k must be an integer >= 0; got {k!r}", "pass e.g. k=10")
+        if isinstance(log_capacity, bool) or not isinstance(log_capacity, (int, np.integer)) \
+                or not 3 <= log_capacity <= 31:
+            raise BridgeValueError(f"{self.name}: log_capacity must be an integer from 3 to 31 (the base-2 log of "
+                                   f"the sketch's size); got {log_capacity!r}", "leave it at 15")
+        if not isinstance(encode_lists, bool):
+            raise BridgeValueError(f"{self.name}: encode_lists must be True or False; got {encode_lists!r}",
+                                   "pass encode_lists=True to count the elements of a list column")
+        self.k = int(k)
+        self.log_capacity = int(log_capacity)
+        self.encode_lists = encode_lists
+
+    def map_specs(self) -> None:
+        return None  # accumulate_groups: a count per (group, value)
+
+    def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
+        """Per group, its distinct non-null values and how often each occurs (a list of (value, count))."""
+        assert self.on is not None
+        values, owner = _group_values(block, self.on, rows, self.encode_lists)
+        return _counts_state(values, owner, len(rows), skip_nulls=True)
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [None]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        assert self.on is not None
+        values, g, counts = _merged_counts(states[0], gid, skip_nulls=True)
+        # Within a group (already in first-occurrence order): most frequent first, ties as they came.
+        order = np.lexsort((np.arange(len(g)), -counts, g))
+        g, counts = g[order], counts[order]
+        top = np.arange(len(g)) - np.searchsorted(g, g, side="left") < self.k  # (the place within its group)
+        picked = order[top]
+        pairs = pa.StructArray.from_arrays([values.take(pa.array(picked, pa.int64())),
+                                            pa.array(counts[top], pa.int64())], names=[self.on, "count"])
+        return pa.ListArray.from_arrays(_offsets(g[top], n), pairs)
+
+
+#: The built-ins whose results hold the values of the column they read: :func:`numeric_null_columns` leaves
+#: its type alone (a float16 or duration column is not read as float32 / int64 for them).
+_READS_VALUES = (Count, Unique, ValueCounter, ApproximateTopK)
+
+
+__all__ = ["AbsMax", "AggregateFn", "ApproximateQuantile", "ApproximateTopK", "AsList", "Count", "CountDistinct", "Max",
+           "Mean", "Min", "MissingValuePercentage", "Quantile", "Std", "Sum", "Unique", "ValueCounter", "ZeroPercentage"]
