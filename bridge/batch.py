@@ -634,14 +634,35 @@ def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") ->
                              "store them as decimal.Decimal (exact) or str") from None
 
 
+def _python_rows(table: Block) -> list[dict[str, Any]]:
+    """``table.to_pylist()``; a value no Python type holds (a timestamp or date past year 9999, a duration
+    past ``timedelta``'s range) raises :class:`~bridge.errors.UnsupportedTypeError` naming its column (a bare
+    ``OverflowError`` from pyarrow before, as from Ray Data)."""
+    try:
+        return table.to_pylist()
+    except OverflowError as err:
+        from bridge.errors import UnsupportedTypeError
+
+        for field in table.schema:
+            try:
+                table.column(field.name).to_pylist()
+            except OverflowError:
+                msg = f"rows as Python values: column {field.name!r} ({field.type}) holds a value Python's " \
+                      f"datetime types cannot hold ({err})"
+                hint = "take such rows as Arrow or NumPy (ds.take_batch(batch_format='pyarrow'), " \
+                       "ds.iter_batches(batch_format='numpy')), or cast the column to int64 first"
+                raise UnsupportedTypeError(msg, hint) from err
+        raise
+
+
 def block_to_rows(block: Block) -> list[dict[str, Any]]:
     """A block -> row dicts of Python values; tensor columns give ndarrays per row."""
     if block.num_columns == 0:
         return [{} for _ in range(block.num_rows)]  # pyarrow's to_pylist() of such a table is []
     tensor_cols = [f.name for f in block.schema if tensor.is_tensor(f.type)]
     if not tensor_cols:
-        return block.to_pylist()
-    plain = block.drop_columns(tensor_cols).to_pylist() if block.num_columns > len(tensor_cols) else [
+        return _python_rows(block)
+    plain = _python_rows(block.drop_columns(tensor_cols)) if block.num_columns > len(tensor_cols) else [
         {} for _ in range(block.num_rows)]
     arrays = {c: column_to_numpy(block.column(c)) for c in tensor_cols}
     order = block.column_names

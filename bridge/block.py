@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 
 Block: TypeAlias = pa.Table
@@ -88,7 +89,51 @@ def normalize_types(block: Block) -> Block:
         fields.append(f.with_type(new_t))
     if not changed:
         return block
-    return block.cast(pa.schema(fields, metadata=block.schema.metadata))
+    schema = pa.schema(fields, metadata=block.schema.metadata)
+    if not any(_has_list_view(f.type) for f in block.schema):
+        return block.cast(schema)
+    columns = [pa.chunked_array([_without_views(c, f.type) for c in col.chunks], f.type)
+               if _has_list_view(col.type) else col.cast(f.type) for col, f in zip(block.columns, schema)]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _has_list_view(t: pa.DataType) -> bool:
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return True
+    children = [t.field(i).type for i in range(t.num_fields)] if t.num_fields else []
+    if pa.types.is_dictionary(t):
+        children = [t.value_type]
+    return any(_has_list_view(c) for c in children)
+
+
+def _without_views(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """``arr`` (whose type holds a list view) as ``target``, exactly.
+
+    pyarrow's cast of a list view to a list lost values: ``[[1, 2], [5], [3]]`` became ``[[1, 2], [5], []]``,
+    and out-of-order views other rows' lists (pyarrow 26).  A list view's rows are rebuilt from its flattened
+    values (``list_flatten`` reads each row's view) and lengths; structs and lists are rebuilt around their
+    converted children; other types holding a view (a map's items, a dictionary's values) go through
+    Python values.
+    """
+    import pyarrow.compute as pc
+
+    t = arr.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t) or pa.types.is_list(t) \
+            or pa.types.is_large_list(t):
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        offsets = np.zeros(len(arr) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = _without_views(pc.list_flatten(arr), target.value_type)
+        if pa.types.is_large_list(target):
+            return pa.LargeListArray.from_arrays(pa.array(offsets), values, type=target, mask=mask)
+        return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values, type=target, mask=mask)
+    if pa.types.is_struct(t):
+        children = [_without_views(pc.struct_field(arr, [i]), target.field(i).type) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if not _has_list_view(t):
+        return arr.cast(target)
+    return pa.array(arr.to_pylist(), type=target)
 
 
 def _normalized(t: pa.DataType) -> pa.DataType:
