@@ -366,7 +366,7 @@ def _plan(frame) -> str:
     return str(frame._jdf.queryExecution().executedPlan().toString())
 
 
-def _rows(frame) -> list:
+def _item_rows(frame) -> list:
     return [tuple(sorted(r.asDict().items())) for r in sorted(frame.collect(), key=lambda r: r["id"])]
 
 
@@ -385,8 +385,8 @@ def test_copy_frames_are_decoded_in_the_jvm_one_partition_per_block(spark):
     assert "MapInArrow" not in _plan(copy) and "Python" not in _plan(copy)
     assert copy.rdd.getNumPartitions() == 3
     store = ds.to_spark(spark, method="object_store")
-    got = _rows(copy)
-    assert _same_rows(got, _rows(store))
+    got = _item_rows(copy)
+    assert _same_rows(got, _item_rows(store))
     first = dict(got[1])
     assert first["s"] == "wert-1-\u00e9\u4e2d" and first["b"] == bytearray(b"\x01\x00\xff")
     assert first["dec"] == decimal.Decimal("1.0001") and first["arr"] == [1, None, -1]
@@ -432,10 +432,10 @@ def test_copy_follows_sparks_large_string_setting(spark):
         "ls": pa.array([["p", None], [], None], pa.list_(pa.string())),
         "m": pa.array([[("k", b"v")], None, []], pa.map_(pa.string(), pa.binary())),
     }))
-    expected = _rows(ds.to_spark(spark, method="object_store"))
+    expected = _item_rows(ds.to_spark(spark, method="object_store"))
     spark.conf.set(key, "true")
     try:
-        got = _rows(ds.to_spark(spark, method="copy"))
+        got = _item_rows(ds.to_spark(spark, method="copy"))
     finally:
         spark.conf.unset(key)
     assert got == expected
@@ -452,4 +452,4 @@ def test_copy_falls_back_to_map_in_arrow_without_pysparks_arrow_path(spark, monk
     assert "MapInArrow" in _plan(out)
     assert out.rdd.getNumPartitions() == 3
     monkeypatch.undo()
-    assert _same_rows(_rows(out), _rows(ds.to_spark(spark, method="copy")))
+    assert _same_rows(_item_rows(out), _item_rows(ds.to_spark(spark, method="copy")))
