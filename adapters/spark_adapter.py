@@ -516,18 +516,33 @@ def _frame_from_arrow_batches(spark: Any, pairs: list[tuple[Any, Any]], target: 
     large = _spark_major(spark) >= 4 and \
         (_conf(spark, "spark.sql.execution.arrow.useLargeVarTypes") or "").strip().lower() == "true"
     jvm = sc._jvm
-    previous = _conf(spark, _LOCAL_RELATION_KEY)
-    spark.conf.set(_LOCAL_RELATION_KEY, "0")
-    try:
-        batches = sc._serialize_to_jvm(_SparkBatches(pairs, target, _jvm_layout(target, large)), _ArrowStreamWriter(),
-                                       jvm.PythonSQLUtils.readArrowStreamFromFile, jvm.ArrowIteratorServer)
-        jdf = jvm.PythonSQLUtils.toDataFrame(batches, spark_schema.json(), spark._jsparkSession)
-    finally:
-        if previous is None:
-            spark.conf.unset(_LOCAL_RELATION_KEY)
-        else:
-            spark.conf.set(_LOCAL_RELATION_KEY, previous)
+    batches = sc._serialize_to_jvm(_SparkBatches(pairs, target, _jvm_layout(target, large)), _ArrowStreamWriter(),
+                                   jvm.PythonSQLUtils.readArrowStreamFromFile, jvm.ArrowIteratorServer)
+    # The session's setting changes for this call only, under a lock: two calls at once saved each other's
+    # 0 and left it for good (every later createDataFrame of the session then skipped its local relation).
+    with _local_relation_lock:
+        user_set = _conf_is_set(spark, _LOCAL_RELATION_KEY)
+        previous = _conf(spark, _LOCAL_RELATION_KEY) if user_set else None
+        spark.conf.set(_LOCAL_RELATION_KEY, "0")
+        try:
+            jdf = jvm.PythonSQLUtils.toDataFrame(batches, spark_schema.json(), spark._jsparkSession)
+        finally:
+            if previous is None:
+                spark.conf.unset(_LOCAL_RELATION_KEY)
+            else:
+                spark.conf.set(_LOCAL_RELATION_KEY, previous)
     return DataFrame(jdf, spark)
+
+
+_local_relation_lock = threading.Lock()
+
+
+def _conf_is_set(spark: Any, key: str) -> bool:
+    """Whether the session sets ``key`` itself (else it reads as the default: unset it again, not pin it)."""
+    try:
+        return bool(spark._jsparkSession.conf().contains(key))
+    except Exception:  # noqa: BLE001 - no such call: treat it as set, restored as read
+        return True
 
 
 def _jvm_layout(target: pa.Schema, large: bool) -> pa.Schema:
@@ -554,7 +569,8 @@ def _jvm_layout(target: pa.Schema, large: bool) -> pa.Schema:
 
 
 class _SparkBatches:
-    """The blocks of ``pairs`` as record batches of ``layout``, one per block, fetched one at a time."""
+    """The blocks of ``pairs`` as record batches of ``layout`` (one per block unless its strings pass 2 GiB),
+    fetched one at a time."""
 
     def __init__(self, pairs: list[tuple[Any, Any]], target: pa.Schema, layout: pa.Schema) -> None:
         self._pairs = pairs
@@ -568,7 +584,9 @@ class _SparkBatches:
             block = spark_types.prepare_block(ray.get(ref), self._target)
             if not block.schema.equals(self._layout):
                 block = block.cast(self._layout)
-            yield block.combine_chunks().to_batches()[0]
+            # One batch per block, but where the block's strings or binaries pass 2 GiB: Arrow then keeps
+            # several chunks (32-bit offsets), and each batch is a partition of its own.
+            yield from block.combine_chunks().to_batches()
 
 
 class _ArrowStreamWriter:

@@ -453,3 +453,35 @@ def test_copy_falls_back_to_map_in_arrow_without_pysparks_arrow_path(spark, monk
     assert out.rdd.getNumPartitions() == 3
     monkeypatch.undo()
     assert _same_rows(_item_rows(out), _item_rows(ds.to_spark(spark, method="copy")))
+
+
+def test_copy_calls_at_once_leave_the_sessions_settings_as_they_were(spark):
+    """Each call sets Spark's local-relation threshold to 0 for its toDataFrame: two at once saved each
+    other's 0 and left it for good."""
+    import threading
+
+    key = "spark.sql.execution.arrow.localRelationThreshold"
+    ds = bridge.range(300, override_num_blocks=3)
+    counts, errors = [], []
+
+    def convert():
+        try:
+            for _ in range(8):
+                out = ds.to_spark(spark, method="copy")
+                counts.append(out.rdd.getNumPartitions())
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=convert) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and counts == [3] * 24
+    assert not spark._jsparkSession.conf().contains(key)  # unset again, not pinned at 0 or at the default
+    spark.conf.set(key, "1234")
+    try:
+        ds.to_spark(spark, method="copy")
+        assert spark.conf.get(key) == "1234"
+    finally:
+        spark.conf.unset(key)

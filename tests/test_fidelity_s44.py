@@ -363,3 +363,11 @@ def test_a_string_named_column_added_to_a_frame_of_int_labels():
 def test_int_labels_with_an_arrow_dtype_pyarrow_cannot_parse():
     df = pd.DataFrame({0: ARROW_DTYPES["dictionary"], 1: [1, 2, 3]})
     _assert_frame(bridge.from_pandas(df).to_pandas(), df)
+
+
+def test_with_column_on_rows_without_columns_states_no_schema_it_cannot_know():
+    """Rows without columns pass a transform by when empty: the schema learnt from no rows lacked the new
+    column (schema() said no columns, the blocks had one); it is now found by running, as before."""
+    ds = bridge.from_arrow(pa.table({"x": [1, 2, 3]}).drop_columns(["x"])).with_column("c", "1")
+    assert ds.schema() == pa.schema([("c", pa.int64())])
+    assert ds.take_all() == [{"c": 1}] * 3

@@ -802,6 +802,8 @@ def check_on_schema(transform: BlockTransform, schema: pa.Schema | None) -> pa.S
         raise
     except Exception:  # noqa: BLE001 - not ours to judge on no rows: the run says
         return None
+    if not schema.names:
+        return None  # (a block of rows without columns passes the transforms by: no output to learn from)
     return out[0].schema if len(out) == 1 and isinstance(out[0], pa.Table) else None
 
 
