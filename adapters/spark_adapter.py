@@ -497,10 +497,16 @@ def _spark_major(spark: Any) -> int:
 
 
 def _jvm_has(sc: Any, cls: str, method: str) -> bool:
+    """Whether the driver's JVM has class ``cls`` (imported by pyspark) with member ``method``."""
+    from py4j.java_gateway import JavaClass
+
     try:
-        getattr(getattr(sc._jvm, cls), method)
+        jclass = getattr(sc._jvm, cls)  # (a name that is no class comes back as a JavaPackage, not an error)
+        if not isinstance(jclass, JavaClass):
+            return False
+        getattr(jclass, method)  # a member the class lacks raises
         return True
-    except Exception:  # noqa: BLE001 - py4j raises its own error for a missing class or member
+    except Exception:  # noqa: BLE001 - py4j raises its own error for a missing member
         return False
 
 

@@ -485,3 +485,13 @@ def test_copy_calls_at_once_leave_the_sessions_settings_as_they_were(spark):
         assert spark.conf.get(key) == "1234"
     finally:
         spark.conf.unset(key)
+
+
+def test_the_arrow_path_is_taken_only_where_the_jvm_has_it(spark):
+    """py4j gives a JavaPackage, not an error, for a class name it does not know: the check looks at what came back."""
+    from raybridge_adapters.spark_adapter import _jvm_has
+
+    sc = spark.sparkContext
+    assert _jvm_has(sc, "PythonSQLUtils", "toDataFrame")
+    assert not _jvm_has(sc, "NoSuchSparkUtils", "toDataFrame")
+    assert not _jvm_has(sc, "PythonSQLUtils", "noSuchMethod")

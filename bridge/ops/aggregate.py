@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge.block import Block
+from bridge.block import Block, map_child_types
 
 #: A pyarrow aggregation: (column or [] for count_all, function, options).
 Spec = tuple[Any, str, Any]
@@ -213,24 +213,7 @@ def _integer_storage(t: pa.DataType) -> pa.DataType:
         return pa.int64()
     if pa.types.is_date32(t) or pa.types.is_time32(t):
         return pa.int32()
-    if pa.types.is_dictionary(t):
-        return pa.dictionary(t.index_type, _integer_storage(t.value_type), t.ordered)
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_integer_storage(t.key_type)),
-                       t.item_field.with_type(_integer_storage(t.item_type)), t.keys_sorted)
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_integer_storage(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_integer_storage(t.value_type)))
-    if pa.types.is_list_view(t):
-        return pa.list_view(t.value_field.with_type(_integer_storage(t.value_type)))
-    if pa.types.is_large_list_view(t):
-        return pa.large_list_view(t.value_field.with_type(_integer_storage(t.value_type)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_integer_storage(t.value_type)), t.list_size)
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_integer_storage(t.field(i).type)) for i in range(t.num_fields)])
-    return t
+    return map_child_types(t, _integer_storage)  # (blocks hold no list views: ingest makes them lists)
 
 
 def _python_keys(values: pa.Array) -> list[Any]:
@@ -1134,7 +1117,19 @@ def _merged_counts(lists: pa.Array, gid: np.ndarray, skip_nulls: bool) -> tuple[
     return values.take(pa.array(first, pa.int64())), g, total
 
 
-class MissingValuePercentage(_Builtin):
+class _Percentage(_Builtin):
+    """A percentage per group: ``map_specs`` gives the numerator's and the denominator's partial sums."""
+
+    def merge_specs(self) -> list[tuple[str, Any] | None]:
+        return [("sum", pc.ScalarAggregateOptions(min_count=0)), ("sum", pc.ScalarAggregateOptions(min_count=0))]
+
+    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
+        part, total = merged
+        assert part is not None and total is not None
+        return _percentages(part, total)
+
+
+class MissingValuePercentage(_Percentage):
     """The percentage of null or NaN values of ``on`` per group (``missing_pct(on)``), as Ray Data's
     ``MissingValuePercentage``: a float64 in [0, 100] (a NaN inside a list is not missing; the list is not).
 
@@ -1155,16 +1150,8 @@ class MissingValuePercentage(_Builtin):
         assert self.on is not None
         return [(_missing_input(self.on), "sum", pc.ScalarAggregateOptions(min_count=0)), ([], "count_all", None)]
 
-    def merge_specs(self) -> list[tuple[str, Any] | None]:
-        return [("sum", pc.ScalarAggregateOptions(min_count=0)), ("sum", pc.ScalarAggregateOptions(min_count=0))]
 
-    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
-        missing, total = merged
-        assert missing is not None and total is not None
-        return _percentages(missing, total)
-
-
-class ZeroPercentage(_Builtin):
+class ZeroPercentage(_Percentage):
     """The percentage of zeros among the values of ``on`` per group (``zero_pct(on)``), as Ray Data's
     ``ZeroPercentage``: a float64 in [0, 100], null for a group without values.
 
@@ -1189,14 +1176,6 @@ class ZeroPercentage(_Builtin):
         count: Spec = (self.on, "count", pc.CountOptions("only_valid")) if self.ignore_nulls else ([], "count_all",
                                                                                                      None)
         return [(_zero_input(self.on), "sum", pc.ScalarAggregateOptions(min_count=0)), count]
-
-    def merge_specs(self) -> list[tuple[str, Any] | None]:
-        return [("sum", pc.ScalarAggregateOptions(min_count=0)), ("sum", pc.ScalarAggregateOptions(min_count=0))]
-
-    def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
-        zeros, total = merged
-        assert zeros is not None and total is not None
-        return _percentages(zeros, total)
 
 
 def _kll_precision(name: str, k: Any) -> int:
