@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from bridge import tensor
 from bridge.arrow_values import empty_array, fitted_array, is_list_like, object_column
 from bridge.block import Block, normalize_types, table_without_columns
+from bridge.text_objects import is_text, text_objects
 
 if TYPE_CHECKING:
     import pandas
@@ -128,6 +129,8 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         for i, row in enumerate(col.to_pylist()):
             out[i] = None if row is None else _object_row(row)
         return out
+    if is_text(t):
+        return text_objects(col)
     return col.to_numpy(zero_copy_only=False)
 
 

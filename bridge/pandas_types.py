@@ -73,6 +73,7 @@ import ray
 from bridge import tensor
 from bridge.arrow_values import object_column
 from bridge.block import Block
+from bridge.text_objects import MIN_ROWS, is_text, values_repeat
 
 if TYPE_CHECKING:
     import pandas
@@ -303,10 +304,11 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
             special[name] = _zoned_categorical(col)
         elif strings is None and _pyarrow_strings(entries.get(name), col.type):
             special[name] = pd.Series(pd.arrays.ArrowStringArray(col))
+    dedup = _share_text_objects(block, special, entries, index_cols) if strings is None else True
     plain_labels = _plain_labels((meta or {}).get("column_indexes"))
     labels = None
     try:
-        df = _frame_of(block, special, index_cols, meta, mapper, writable)
+        df = _frame_of(block, special, index_cols, meta, mapper, writable, dedup)
     except (ValueError, TypeError):
         if plain_labels:
             raise
@@ -314,7 +316,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         # which pyarrow fails to make an int.  Built by field name; the labels are restored one by one.
         unlabelled = {**(meta or {}), "column_indexes": []}
         block = block.replace_schema_metadata({**block.schema.metadata, b"pandas": json.dumps(unlabelled).encode()})
-        df = _frame_of(block, special, index_cols, unlabelled, mapper, writable)
+        df = _frame_of(block, special, index_cols, unlabelled, mapper, writable, dedup)
         labels = _column_labels(block.schema, index_cols, meta)
     if labels is None and special and not plain_labels:
         # Column labels that are not plain strings (ints, a named or multi-level column index): the
@@ -361,8 +363,32 @@ def _column_labels(schema: pa.Schema, index_cols: list[str], meta: Any) -> Any:
     return pd.Index(labels, dtype=object, name=name)
 
 
+def _share_text_objects(block: Block, special: dict[str, Any], entries: dict[Any, Any],
+                        index_cols: list[str]) -> bool:
+    """Whether pyarrow is to share one Python object per distinct value of the text columns it converts
+    (``deduplicate_objects``; :mod:`bridge.text_objects`): not where none of them repeats.  Where some do,
+    those that do not are converted here, one object per row, into ``special``.  Short blocks: pyarrow's
+    default (shared)."""
+    import pandas as pd
+
+    text = [(name, col) for name, col in zip(block.column_names, block.columns)
+            if name not in special and is_text(col.type)]
+    if not text or block.num_rows < MIN_ROWS:
+        return True
+    unique = [(name, col) for name, col in text if not values_repeat(col)]
+    if len(unique) == len(text):
+        return False
+    for name, col in unique:
+        entry = entries.get(name)
+        if name in index_cols:
+            continue
+        if entry is None or (isinstance(entry, dict) and entry.get("numpy_type") == "object"):
+            special[name] = pd.Series(col.to_numpy(zero_copy_only=False), copy=False)
+    return True
+
+
 def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta: Any, mapper: Any,
-              writable: bool) -> pandas.DataFrame:
+              writable: bool, dedup: bool = True) -> pandas.DataFrame:
     import pandas as pd
 
     if any(c in special for c in index_cols):
@@ -372,14 +398,14 @@ def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta
         assert meta is not None
         names = {e.get("field_name"): e.get("name") for e in meta.get("columns", [])}
         unindexed = {**(block.schema.metadata or {}), b"pandas": json.dumps({**meta, "index_columns": []}).encode()}
-        df = _frame_of(block.replace_schema_metadata(unindexed), special, [], None, mapper, writable)
+        df = _frame_of(block.replace_schema_metadata(unindexed), special, [], None, mapper, writable, dedup)
         df = df.set_index(index_cols)
         df.index.names = [names.get(c, c) for c in index_cols]
         return df
     # Writable: consolidated (not split_blocks), Arrow copies into pandas' own blocks, so the frame
     # is writable and in-place pandas code (``df["x"] += 1``) works.
     if not special:
-        return block.to_pandas(types_mapper=mapper, split_blocks=not writable)
+        return block.to_pandas(types_mapper=mapper, split_blocks=not writable, deduplicate_objects=dedup)
     if len(set(block.column_names)) != block.num_columns:
         from bridge.errors import BridgeError
 
@@ -400,7 +426,7 @@ def _frame_of(block: Block, special: dict[str, Any], index_cols: list[str], meta
             own = {**own, "column_indexes": [], "columns": [
                 e for e in own.get("columns", []) if not (isinstance(e, dict) and e.get("field_name") in special)]}
             picked = picked.replace_schema_metadata({**picked.schema.metadata, b"pandas": json.dumps(own).encode()})
-        base = picked.to_pandas(types_mapper=mapper, split_blocks=not writable)
+        base = picked.to_pandas(types_mapper=mapper, split_blocks=not writable, deduplicate_objects=dedup)
     index = base.index if base is not None else pd.RangeIndex(block.num_rows)
     cols: dict[str, Any] = {}
     for name in block.column_names:
