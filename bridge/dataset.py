@@ -816,18 +816,20 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             print(row)
 
     def count(self) -> int:
-        """Number of rows (from metadata where possible, without fetching blocks).
+        """Number of rows: from the plan where it says, without running it (blocks in the store, an exact
+        source, and sorts, shuffles, repartitions, selections, limits and unions of those); else from the
+        blocks' metadata once run, without fetching them.
 
         Example:
             >>> import bridge
             >>> bridge.range(10).filter(lambda r: r["id"] < 4).count()
             4
         """
-        plan = self._plan
-        if isinstance(plan, InputData):
-            return sum(b.num_rows for b in plan.bundles)
-        if isinstance(plan, Read) and plan.datasource.exact_num_rows:
-            return int(plan.datasource.estimate_num_rows() or 0)
+        from bridge.plan.logical import known_num_rows
+
+        known = known_num_rows(self._plan)
+        if known is not None:
+            return known
         bundles, _ = self._execute()
         return sum(b.num_rows for b in bundles)
 

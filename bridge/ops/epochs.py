@@ -49,7 +49,7 @@ def randomize_block_order_op(input_op: LogicalOp, seed: int | None) -> AllToAll:
         return [singles[i] for i in order]
 
     label = "RandomizeBlockOrder" if seed is None else f"RandomizeBlockOrder(seed={seed})"
-    return AllToAll([input_op], permute, label)
+    return AllToAll([input_op], permute, label, preserves_rows=True)
 
 
 @dataclasses.dataclass(eq=False)

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 class GlobalOpsMethods(DatasetMixin):
     """All-to-all methods of :class:`bridge.Dataset`."""
 
-    def _all_to_all(self, fn: Any, label: str) -> Dataset:
-        return self._with(AllToAll([self._plan], fn, label))
+    def _all_to_all(self, fn: Any, label: str, preserves_rows: bool = False) -> Dataset:
+        return self._with(AllToAll([self._plan], fn, label, preserves_rows))
 
     # ------------------------------------------------------------------ shuffle / sort / repartition
     def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None) -> Dataset:
@@ -44,7 +44,7 @@ class GlobalOpsMethods(DatasetMixin):
         seed = check_seed("random_shuffle", seed)
         num_blocks = check_rows("random_shuffle", "num_blocks", num_blocks, minimum=1, none_ok=True, unit="blocks",
                                 hint="pass num_blocks=None")
-        return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle")
+        return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle", preserves_rows=True)
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False,
              boundaries: list[Any] | None = None) -> Dataset:
@@ -63,7 +63,8 @@ class GlobalOpsMethods(DatasetMixin):
 
         sort_keys = normalize_sort_keys(key, descending)
         label = f"Sort({sort_keys})"
-        return self._all_to_all(sort_fn(sort_keys, label, check_boundaries(sort_keys, boundaries)), label)
+        return self._all_to_all(sort_fn(sort_keys, label, check_boundaries(sort_keys, boundaries)), label,
+                                preserves_rows=True)
 
     def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
                     strict: bool = False, shuffle: bool = False, keys: list[str] | str | None = None,
@@ -107,7 +108,7 @@ class GlobalOpsMethods(DatasetMixin):
                 msg = f"repartition: target_num_rows_per_block must be an int >= 1, alone; got {rows!r}{extra}"
                 raise BridgeValueError(msg, "call repartition(target_num_rows_per_block=10_000), or "
                                             "repartition(num_blocks, keys=[...]) to group by keys")
-            return self._all_to_all(repartition_rows_fn(rows), f"Repartition[rows={rows}]")
+            return self._all_to_all(repartition_rows_fn(rows), f"Repartition[rows={rows}]", preserves_rows=True)
         if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
             raise BridgeValueError(f"repartition: num_blocks must be an int >= 1; got {num_blocks!r}",
                                    "call repartition(8)")
@@ -118,13 +119,15 @@ class GlobalOpsMethods(DatasetMixin):
                       f"{' with shuffle=True' if shuffle else ''}"
                 raise BridgeValueError(msg, 'call repartition(8, keys=["user_id"])')
             label = f"Repartition[{num_blocks}, keys={key_list}{', sorted' if sort else ''}]"
-            return self._all_to_all(repartition_keys_fn(num_blocks, key_list, bool(sort), label), label)
+            return self._all_to_all(repartition_keys_fn(num_blocks, key_list, bool(sort), label), label,
+                                    preserves_rows=True)
         if sort:
             raise BridgeValueError("repartition(sort=True) sorts by keys=, which is missing",
                                    'call repartition(8, keys=["k"], sort=True), or ds.sort("k")')
         if shuffle:
-            return self._all_to_all(random_shuffle_fn(None, num_blocks), f"Repartition[{num_blocks}, shuffle]")
-        return self._all_to_all(repartition_fn(num_blocks), f"Repartition[{num_blocks}]")
+            return self._all_to_all(random_shuffle_fn(None, num_blocks), f"Repartition[{num_blocks}, shuffle]",
+                                    preserves_rows=True)
+        return self._all_to_all(repartition_fn(num_blocks), f"Repartition[{num_blocks}]", preserves_rows=True)
 
     def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (reproducible with ``seed``).

@@ -166,6 +166,8 @@ class AllToAll(LogicalOp):
 
     fn: Callable[..., list[RefBundle]]
     label: str
+    #: Row count in == row count out (sorts, shuffles, repartitions): ``count()`` need not run it.
+    preserves_rows: bool = False
 
     @property
     def name(self) -> str:
@@ -180,3 +182,23 @@ class Union(LogicalOp):
 @dataclasses.dataclass(eq=False)
 class Zip(LogicalOp):
     """Columns of two inputs side by side (equal row counts)."""
+
+
+def known_num_rows(op: LogicalOp) -> int | None:
+    """The rows ``op`` gives, where the plan says so without running anything: blocks already in the
+    store, a source that knows its exact count, and what keeps or cuts rows by a known rule on top of
+    those (selections and renames, sorts, shuffles, repartitions, limits, unions); ``None`` elsewhere
+    (a function's output, a filter, an aggregation, a zip, which checks its inputs' counts when it runs)."""
+    if isinstance(op, InputData):
+        return sum(b.num_rows for b in op.bundles)
+    if isinstance(op, Read):
+        return int(op.datasource.estimate_num_rows() or 0) if op.datasource.exact_num_rows else None
+    if isinstance(op, Project) or (isinstance(op, AllToAll) and op.preserves_rows):
+        return known_num_rows(op.input)
+    if isinstance(op, Limit):
+        below = known_num_rows(op.input)
+        return None if below is None else min(op.n, below)
+    if type(op) is Union:
+        counts = [known_num_rows(i) for i in op.inputs]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+    return None
