@@ -19,11 +19,16 @@ a time, to the Arrow form of the target Spark schema where it differs (so a colu
 raises at the call).  Then, chosen by ``method``:
 
 * ``"object_store"`` (the ``"auto"`` choice where Spark's executors run on the Ray cluster's
-  machines: a ``local[...]`` master or Spark on Ray): a frame of block indices whose ``mapInArrow``
-  reads each block zero-copy from Ray's object store in Spark's Python worker (which connects to
-  the Ray cluster once).  Neither the driver nor the JVM holds the data; a holder actor keeps the
-  blocks alive until the DataFrame's SparkContext stops, since Spark re-reads them at every action.
-* ``"copy"``: each block becomes one Arrow record batch in the exact layout Spark's own Arrow reader
+  machines: a ``local[...]`` master or Spark on Ray, for a Dataset larger than an eighth of the
+  Spark driver's heap): a frame of block indices (``spark.range``, one partition per block) whose
+  ``mapInArrow`` reads each block zero-copy from Ray's object store in Spark's Python worker (which
+  connects to the Ray cluster once).  Neither the driver nor the JVM holds the data; a holder actor
+  keeps the blocks alive until the DataFrame's SparkContext stops, since Spark re-reads them at
+  every action -- each of which then starts a Python task per block (in local mode about a second
+  per action whatever the size; benchmark notes in integration/bench/RESULTS.md).
+* ``"copy"`` (the ``"auto"`` choice elsewhere, and for a Dataset of at most an eighth of the Spark
+  driver's heap, which it then holds at little cost, with actions that run in the JVM alone and
+  no blocks pinned): each block becomes one Arrow record batch in the exact layout Spark's own Arrow reader
   expects, streamed (the driver holds one block at a time) into the JVM the way pyspark's
   ``createDataFrame`` of pandas / Arrow data sends its batches, one partition per block; the
   executors decode the batches in the JVM, no Python worker involved.  The data then lives in
@@ -377,9 +382,11 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
             (zero-copy, nothing held in the driver or the JVM); the DataFrame needs Ray and keeps the
             blocks alive until its SparkContext stops.  ``"copy"``: the blocks are streamed into
             the Spark driver's JVM as Arrow IPC, so the DataFrame owns its data and needs neither the
-            Dataset nor Ray (the driver's heap holds the data once: ``spark.driver.memory`` above its size).  ``"auto"`` (default): ``"object_store"`` where Spark's executors run on
-            the Ray cluster's machines (a ``local[...]`` master, or Spark on Ray via
-            ``bridge.init_spark``), else ``"copy"``.
+            Dataset nor Ray (the driver's heap holds the data once: ``spark.driver.memory`` above its size).
+            ``"auto"`` (default): ``"copy"`` for a Dataset of at most an eighth of the Spark driver's
+            heap (its actions then run in the JVM alone, no Python worker per block, and no blocks stay
+            pinned); above that ``"object_store"`` where Spark's executors run on the Ray cluster's
+            machines (a ``local[...]`` master, or Spark on Ray via ``bridge.init_spark``), else ``"copy"``.
 
     Example:
         >>> bridge.range(10).to_spark(spark).count()   # doctest: +SKIP
@@ -411,7 +418,7 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     spark_types.warn_conversions(conversions, stacklevel=5)
     nonempty = [(ref, m) for ref, m in pairs if m.num_rows != 0]
     if method == "auto":
-        method = "object_store" if _executors_share_ray(spark) else "copy"
+        method = "object_store" if _executors_share_ray(spark) and not _copy_is_small(spark, nonempty) else "copy"
     key = None
     if method == "object_store" and nonempty and len(schema):  # cast first: a column Spark cannot hold raises
         key = _hold(spark, _spark_ready_refs(nonempty, target))
@@ -460,6 +467,23 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
         out.append(ref if ready is block else ray.put(ready))
         del block, ready
     return out
+
+
+#: ``to_spark(method="auto")`` copies a Dataset of at most this share of the Spark driver's heap into the JVM.
+_COPY_HEAP_SHARE = 1 / 8
+
+
+def _copy_is_small(spark: Any, pairs: list[tuple[Any, Any]]) -> bool:
+    """Whether the blocks' bytes are at most :data:`_COPY_HEAP_SHARE` of the Spark driver JVM's heap (the
+    copy holds them there about 1.3 times over); ``False`` where a block's size or the heap is unknown."""
+    sizes = [m.size_bytes for _, m in pairs]
+    if any(size is None for size in sizes):
+        return False
+    try:
+        heap = int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
+    except Exception:  # noqa: BLE001 - no JVM gateway (Spark Connect): the rule does not apply
+        return False
+    return sum(sizes) <= heap * _COPY_HEAP_SHARE
 
 
 def _executors_share_ray(spark: Any) -> bool:
@@ -667,15 +691,14 @@ def _hold(spark: Any, refs: list[Any]) -> str:
 def _frame_from_object_store(spark: Any, key: str, count: int, spark_schema: Any) -> Any:
     """A frame of block indices whose ``mapInArrow`` reads each block from the object store."""
     import ray
-    from pyspark.sql import types as T
 
     context = ray.get_runtime_context()
     reader = _make_block_reader(context.gcs_address, context.get_session_name(), context.namespace,
                                 _holder_name(), key)
-    rdd = spark.sparkContext.parallelize([(i,) for i in range(count)], count)
-    index_schema = T.StructType([T.StructField("block", T.LongType(), False)])
+    # Partition i of range(0, count, 1, count) holds the index i, made in the JVM: a parallelized Python
+    # list took a Python task of its own per partition at every action (a quarter of a small frame's count).
     with _workers_run_this_python(spark):
-        return spark.createDataFrame(rdd, index_schema).mapInArrow(reader, spark_schema)
+        return spark.range(0, count, 1, count).mapInArrow(reader, spark_schema)
 
 
 def _make_block_reader(address: str, session: str, namespace: str, holder_name: str,

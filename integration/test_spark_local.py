@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 import os
@@ -208,12 +209,14 @@ def test_to_spark_methods_give_the_same_rows(spark, method):
     assert out.rdd.getNumPartitions() == 4
 
 
-def test_object_store_frame_is_the_default_here_and_outlives_the_dataset_object(spark):
+def test_object_store_frame_is_the_default_here_above_the_copy_share_and_outlives_the_dataset_object(
+        spark, monkeypatch):
     import gc
 
     from raybridge_adapters import spark_adapter
 
     assert spark_adapter._executors_share_ray(spark)  # local[...]: Spark's workers can reach Ray
+    monkeypatch.setattr(spark_adapter, "_COPY_HEAP_SHARE", 0)  # every Dataset above the share copied
     ds = bridge.range(5000, override_num_blocks=5).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
     held = len(spark_adapter._held)
     out = ds.to_spark(spark)
@@ -223,6 +226,27 @@ def test_object_store_frame_is_the_default_here_and_outlives_the_dataset_object(
     for _ in range(2):  # every action reads the blocks again: the holder keeps them
         assert out.count() == 5000
         assert out.where("id = 70").collect()[0]["sq"] == 4900
+
+
+def test_auto_copies_a_dataset_small_against_the_driver_heap(spark):
+    """Small: copied into the JVM (actions run there, no Python task per block at each, nothing pinned)."""
+    import gc
+
+    from raybridge_adapters import spark_adapter
+
+    ds = bridge.range(5000, override_num_blocks=5).map_batches(lambda b: {"id": b["id"], "sq": b["id"] ** 2})
+    held = len(spark_adapter._held)
+    out = ds.to_spark(spark)
+    assert len(spark_adapter._held) == held and bridge.release_spark_blocks(out) == 0  # a copy: nothing held
+    pairs = [(r, m) for b in ds.materialize().iter_internal_ref_bundles() for r, m in zip(b.refs, b.metas)]
+    assert spark_adapter._copy_is_small(spark, pairs)
+    assert not spark_adapter._copy_is_small(spark, [(r, dataclasses.replace(m, size_bytes=None)) for r, m in pairs])
+    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
+    big = [(r, dataclasses.replace(m, size_bytes=heap // 8 + 1)) for r, m in pairs[:1]]
+    assert not spark_adapter._copy_is_small(spark, big)
+    del ds
+    gc.collect()
+    assert out.count() == 5000 and out.where("id = 70").collect()[0]["sq"] == 4900
 
 
 def test_to_spark_rejects_an_unknown_method(spark):
@@ -315,7 +339,7 @@ def test_release_spark_blocks_lets_go_of_one_frame_or_all(spark):
     from raybridge_adapters import spark_adapter
 
     ds = bridge.range(3000, override_num_blocks=3)
-    out = ds.to_spark(spark)
+    out = ds.to_spark(spark, method="object_store")
     key = spark_adapter._frame_keys[out]
     kept = out.localCheckpoint()  # Spark holds these rows itself
     derived = out.where("id < 10")
@@ -325,9 +349,9 @@ def test_release_spark_blocks_lets_go_of_one_frame_or_all(spark):
     assert kept.count() == 3000
     with pytest.raises(Exception, match="were released"):
         derived.count()
-    assert ds.to_spark(spark).count() == 3000  # a new frame pins the blocks again
+    assert ds.to_spark(spark, method="object_store").count() == 3000  # a new frame pins the blocks again
     assert bridge.release_spark_blocks(ds.to_spark(spark, method="copy")) == 0  # Spark owns a copy
-    ds.to_spark(spark)
+    ds.to_spark(spark, method="object_store")
     assert bridge.release_spark_blocks() >= 2
     assert spark_adapter._held == []
     with pytest.raises(ValueError, match="takes a DataFrame that to_spark returned"):

@@ -53,7 +53,7 @@ def test_dataset_outlives_spark_on_ray_and_goes_back_to_a_new_session(ray_spark)
     fresh = SparkSession.builder.master("local[1]").appName("after-ray").config("spark.ui.enabled", "false") \
         .getOrCreate()
     try:
-        back = ds.to_spark(fresh)
+        back = ds.to_spark(fresh, method="object_store")  # (small: "auto" would copy)
         assert back.count() == N
         row = back.where("id = 10").collect()[0]
         assert (row["k"], row["x"], row["v"]) == ("3", 5.0, [10.0, 1.0])

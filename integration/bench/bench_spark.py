@@ -5,8 +5,9 @@ DataFrame becoming a Dataset held in the object store; ``to_spark`` times a mate
 becoming a Spark DataFrame, counted in Spark.  RayDP runs with the Java 17 options it needs
 (``raybridge_adapters.spark_adapter.JAVA17_OPTIONS``), else it crashes on this stack.
 
-``BENCHMARK`` is the ``from_spark`` direction; ``BENCHMARK_TO_SPARK`` the other; ``BENCHMARKS``
-lists both.
+``BENCHMARK`` is the ``from_spark`` direction; ``BENCHMARK_TO_SPARK`` the other;
+``BENCHMARK_TO_SPARK_SMALL`` the other for 100,000 rows in 8 blocks (~3 MB), where a fixed cost per
+action shows; ``BENCHMARKS`` lists them.
 """
 
 from __future__ import annotations
@@ -52,10 +53,13 @@ def _spark_frame(spark: Any, scale: str) -> Any:
 
 
 def _arrow_table(scale: str) -> Any:
+    return _arrow_rows(SIZES[scale])
+
+
+def _arrow_rows(n: int) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    n = SIZES[scale]
     rng = np.random.default_rng(0)
     ids = np.arange(n, dtype=np.int64)
     values = rng.random(n * 16, dtype=np.float32)
@@ -148,6 +152,35 @@ def _to_create_from_pandas(scale: str) -> Callable[[], float]:
     return lambda: _timed(lambda: spark.createDataFrame(pdf).count(), SIZES[scale])
 
 
+# ---------------------------------------------------------------- a small Dataset -> Spark
+SMALL_ROWS, SMALL_BLOCKS = 100_000, 8
+
+
+def _small_to_rb(method: str) -> Callable[[str], Callable[[], float]]:
+    def setup(scale: str) -> Callable[[], float]:
+        import bridge
+
+        spark = _local_spark()
+        ds = bridge.from_arrow(_arrow_rows(SMALL_ROWS), override_num_blocks=SMALL_BLOCKS).materialize()
+        return lambda: _timed(lambda: ds.to_spark(spark, method=method).count(), SMALL_ROWS)
+
+    return setup
+
+
+def _small_to_raydp(scale: str) -> Callable[[], float]:
+    import ray.data
+
+    spark = _raydp_spark()
+    ds = ray.data.from_arrow(_arrow_rows(SMALL_ROWS)).repartition(SMALL_BLOCKS).materialize()
+    return lambda: _timed(lambda: ds.to_spark(spark).count(), SMALL_ROWS)
+
+
+def _small_create_from_pandas(scale: str) -> Callable[[], float]:
+    spark = _local_spark()
+    pdf = _arrow_rows(SMALL_ROWS).to_pandas()
+    return lambda: _timed(lambda: spark.createDataFrame(pdf).count(), SMALL_ROWS)
+
+
 _PARAMS = {s: f"{n:,} rows x (int64, double, string, 16 x float32 array)" for s, n in SIZES.items()}
 
 BENCHMARK = Benchmark(
@@ -165,5 +198,13 @@ BENCHMARK_TO_SPARK = Benchmark(
     params=_PARAMS, goals={"ray_data_raydp": 3.0},
 )
 
-BENCHMARKS = [BENCHMARK, BENCHMARK_TO_SPARK]
+BENCHMARK_TO_SPARK_SMALL = Benchmark(
+    name="spark_to_small", title="a small Dataset -> Spark DataFrame (to_spark), counted", unit="s",
+    contenders={"raybridge": _small_to_rb("auto"), "raybridge_object_store": _small_to_rb("object_store"),
+                "ray_data_raydp": _small_to_raydp, "spark_createdataframe_pandas": _small_create_from_pandas},
+    params={s: f"{SMALL_ROWS:,} rows x (int64, double, string, 16 x float32 array), {SMALL_BLOCKS} blocks"
+            for s in SIZES},
+)
+
+BENCHMARKS = [BENCHMARK, BENCHMARK_TO_SPARK, BENCHMARK_TO_SPARK_SMALL]
 
