@@ -418,7 +418,7 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     spark_types.warn_conversions(conversions, stacklevel=5)
     nonempty = [(ref, m) for ref, m in pairs if m.num_rows != 0]
     if method == "auto":
-        method = "object_store" if _executors_share_ray(spark) and not _copy_is_small(spark, nonempty) else "copy"
+        method = "object_store" if _executors_share_ray(spark) and not _copy_is_small(spark, nonempty, schema) else "copy"
     key = None
     if method == "object_store" and nonempty and len(schema):  # cast first: a column Spark cannot hold raises
         key = _hold(spark, _spark_ready_refs(nonempty, target))
@@ -473,17 +473,27 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
 _COPY_HEAP_SHARE = 1 / 8
 
 
-def _copy_is_small(spark: Any, pairs: list[tuple[Any, Any]]) -> bool:
+def _copy_is_small(spark: Any, pairs: list[tuple[Any, Any]], schema: pa.Schema) -> bool:
     """Whether the blocks' bytes are at most :data:`_COPY_HEAP_SHARE` of the Spark driver JVM's heap (the
-    copy holds them there about 1.3 times over); ``False`` where a block's size or the heap is unknown."""
+    copy holds them there about 1.3 times over); ``False`` where a block's size or the heap is unknown,
+    and for a dictionary or run-end encoded column, which Spark's types decode to any size."""
     sizes = [m.size_bytes for _, m in pairs]
-    if any(size is None for size in sizes):
+    if any(size is None for size in sizes) or any(_encoded(f.type) for f in schema):
         return False
     try:
         heap = int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())
     except Exception:  # noqa: BLE001 - no JVM gateway (Spark Connect): the rule does not apply
         return False
     return sum(sizes) <= heap * _COPY_HEAP_SHARE
+
+
+def _encoded(t: pa.DataType) -> bool:
+    """A dictionary or run-end encoded type, at any depth."""
+    if isinstance(t, pa.BaseExtensionType):
+        return _encoded(t.storage_type)
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        return True
+    return any(_encoded(t.field(i).type) for i in range(t.num_fields))
 
 
 def _executors_share_ray(spark: Any) -> bool:

@@ -817,8 +817,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
     def count(self) -> int:
         """Number of rows: from the plan where it says, without running it (blocks in the store, an exact
-        source, and sorts, shuffles, repartitions, selections, limits and unions of those); else from the
-        blocks' metadata once run, without fetching them.
+        source, and sorts, shuffles, repartitions, selections, limits and unions of those: such a plan that
+        would fail when run, a sort by a missing column, fails when read, not here, as in Ray Data); else
+        from the blocks' metadata once run, without fetching them.
 
         Example:
             >>> import bridge

@@ -304,8 +304,9 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
             special[name] = _zoned_categorical(col)
         elif strings is None and _pyarrow_strings(entries.get(name), col.type):
             special[name] = pd.Series(pd.arrays.ArrowStringArray(col))
-    dedup = _share_text_objects(block, special, entries, index_cols) if strings is None else True
     plain_labels = _plain_labels((meta or {}).get("column_indexes"))
+    dedup = True if strings is not None else _share_text_objects(
+        block, special, entries, index_cols, plain_labels and len(set(block.column_names)) == block.num_columns)
     labels = None
     try:
         df = _frame_of(block, special, index_cols, meta, mapper, writable, dedup)
@@ -364,11 +365,12 @@ def _column_labels(schema: pa.Schema, index_cols: list[str], meta: Any) -> Any:
 
 
 def _share_text_objects(block: Block, special: dict[str, Any], entries: dict[Any, Any],
-                        index_cols: list[str]) -> bool:
+                        index_cols: list[str], by_name: bool) -> bool:
     """Whether pyarrow is to share one Python object per distinct value of the text columns it converts
     (``deduplicate_objects``; :mod:`bridge.text_objects`): not where none of them repeats.  Where some do,
-    those that do not are converted here, one object per row, into ``special``.  Short blocks: pyarrow's
-    default (shared)."""
+    those that do not are converted here, one object per row, into ``special`` -- only where the frame
+    can be put together by field name (``by_name``: unique names that are the frame's labels); else
+    all are shared, as pyarrow does.  Short blocks: pyarrow's default (shared)."""
     import pandas as pd
 
     text = [(name, col) for name, col in zip(block.column_names, block.columns)
@@ -378,6 +380,8 @@ def _share_text_objects(block: Block, special: dict[str, Any], entries: dict[Any
     unique = [(name, col) for name, col in text if not values_repeat(col)]
     if len(unique) == len(text):
         return False
+    if not by_name:
+        return True
     for name, col in unique:
         entry = entries.get(name)
         if name in index_cols:

@@ -70,5 +70,7 @@ def text_objects(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
     ``col.to_numpy(zero_copy_only=False)`` gives, with one object per distinct value where values repeat
     (through pyarrow's pandas conversion, which shares them: ``to_numpy`` imports pandas for text too)."""
     if values_repeat(col):
-        return col.to_pandas(deduplicate_objects=True).to_numpy()
+        shared = col.to_pandas(deduplicate_objects=True)
+        if shared.dtype == object:  # (not pandas' ``str`` dtype, which ``future.infer_string`` gives: NaN for null)
+            return shared.to_numpy()
     return col.to_numpy(zero_copy_only=False)

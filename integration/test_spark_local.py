@@ -239,11 +239,16 @@ def test_auto_copies_a_dataset_small_against_the_driver_heap(spark):
     out = ds.to_spark(spark)
     assert len(spark_adapter._held) == held and bridge.release_spark_blocks(out) == 0  # a copy: nothing held
     pairs = [(r, m) for b in ds.materialize().iter_internal_ref_bundles() for r, m in zip(b.refs, b.metas)]
-    assert spark_adapter._copy_is_small(spark, pairs)
-    assert not spark_adapter._copy_is_small(spark, [(r, dataclasses.replace(m, size_bytes=None)) for r, m in pairs])
+    schema = pairs[0][1].schema
+    assert spark_adapter._copy_is_small(spark, pairs, schema)
+    unknown = [(r, dataclasses.replace(m, size_bytes=None)) for r, m in pairs]
+    assert not spark_adapter._copy_is_small(spark, unknown, schema)
     heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
     big = [(r, dataclasses.replace(m, size_bytes=heap // 8 + 1)) for r, m in pairs[:1]]
-    assert not spark_adapter._copy_is_small(spark, big)
+    assert not spark_adapter._copy_is_small(spark, big, schema)
+    # A dictionary column is decoded for Spark, to any size (10 distinct 10 kB strings x 1M rows: 4 MB -> 10 GB)
+    coded = pa.schema([("d", pa.list_(pa.dictionary(pa.int8(), pa.string())))])
+    assert not spark_adapter._copy_is_small(spark, pairs, coded)
     del ds
     gc.collect()
     assert out.count() == 5000 and out.where("id = 70").collect()[0]["sq"] == 4900

@@ -137,3 +137,24 @@ def test_datasets_round_trip_text_through_pandas_and_numpy():
     assert batch["text"].tolist() == df["text"].tolist() and batch["label"].tolist() == df["label"].tolist()
     mapped = ds.map_batches(lambda b: b.assign(n=b["text"].str.len().fillna(-1)), batch_format="pandas").to_pandas()
     assert mapped["n"].tolist() == df["text"].str.len().fillna(-1).tolist()
+
+
+def test_frames_that_cannot_be_put_together_by_name_share_every_column_as_before():
+    """Duplicate names, labels that are not their field names (None): pyarrow's conversion, all shared."""
+    few, unique = pa.array(_few()), pa.array(_unique())
+    dupes = pa.Table.from_arrays([few, unique, few], names=["a", "b", "a"])
+    pd.testing.assert_frame_equal(block_to_pandas(dupes), dupes.to_pandas())
+    df = pd.DataFrame({"x": _few(), "b": _unique()})
+    df.columns = [None, "b"]
+    table = pa.Table.from_pandas(df)
+    got = block_to_pandas(table)
+    assert list(got.columns) == [None, "b"]
+    pd.testing.assert_frame_equal(got, table.to_pandas())
+
+
+def test_numpy_text_keeps_none_for_null_under_pandas_string_inference():
+    col = _chunked(pa.array(_few()))
+    with pd.option_context("future.infer_string", True):
+        got = column_to_numpy(col)
+    assert got.dtype == object and got.tolist() == col.to_pylist()
+
