@@ -40,7 +40,7 @@ from bridge.execution.transform import (
 from bridge.io.write_methods import WriteMethods
 from bridge.iteration.ingest_methods import IngestMethods
 from bridge.ops.ops_methods import GlobalOpsMethods
-from bridge.plan.logical import Compute, InputData, Limit, LogicalOp, MapLike, Project, Read, Union
+from bridge.plan.logical import Compute, InputData, Limit, LogicalOp, MapLike, Project, Read, Union, known_num_rows
 
 if TYPE_CHECKING:
     import pandas
@@ -826,8 +826,6 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(10).filter(lambda r: r["id"] < 4).count()
             4
         """
-        from bridge.plan.logical import known_num_rows
-
         known = known_num_rows(self._plan)
         if known is not None:
             return known

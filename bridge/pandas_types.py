@@ -384,9 +384,7 @@ def _share_text_objects(block: Block, special: dict[str, Any], entries: dict[Any
         return True
     for name, col in unique:
         entry = entries.get(name)
-        if name in index_cols:
-            continue
-        if entry is None or (isinstance(entry, dict) and entry.get("numpy_type") == "object"):
+        if name not in index_cols and (entry is None or (isinstance(entry, dict) and entry.get("numpy_type") == "object")):
             special[name] = pd.Series(col.to_numpy(zero_copy_only=False), copy=False)
     return True
 
