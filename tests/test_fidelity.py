@@ -253,8 +253,6 @@ EXPECTED: dict[tuple[str, str, str], Any] = {
         "list_list_int64": pa.large_list(pa.large_list(pa.int64())),
         "dictionary_int64": pa.int64(),  # (a Categorical holds strings only: the values)
     }.items()},
-    # pyarrow's Parquet reader gives a dictionary back as such only for strings and binary.
-    ("parquet", "dictionary_int64", "*"): XFAIL("pyarrow reads a Parquet dictionary of numbers back as its values"),
     # torch (adapters/torch_format.py's table): tensors hold no nulls (every column of the null variant is
     # refused, naming it, except a variable-shape tensor's: a list of tensors, None for the null row), nor
     # decimals, structs, maps or uint64; temporal columns are int64 counts with a warning naming the column

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.fs as pafs
 
-from bridge.errors import BridgeError, SchemaMismatchError
+from bridge.errors import BridgeError, ConversionWarning, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
 from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
@@ -292,7 +294,7 @@ def _with_unified_schema(
     fragments = list(dataset.get_fragments())
     if len(fragments) <= 1:
         typed, sources = file_tensors(dataset.schema, fragments[0].path) if fragments else (dataset.schema, {})
-        restored = _seconds_restored(typed, fragments[0] if fragments else None)
+        restored = _dictionaries_restored(_seconds_restored(typed, fragments[0] if fragments else None), fragments)
         tensors, refused = _tensor_plan([f.path for f in fragments], [sources], restored)
         if restored is dataset.schema:
             return dataset, tensors, refused
@@ -311,7 +313,8 @@ def _with_unified_schema(
             schemas = list(pool.map(read, fragments))
     paths = [f.path for f in fragments]
     typed = [file_tensors(schema, path) for schema, path in zip(schemas, paths)]
-    unified = _seconds_restored(unify_file_schemas(paths, [t[0] for t in typed]), fragments[0])
+    unified = _dictionaries_restored(_seconds_restored(unify_file_schemas(paths, [t[0] for t in typed]), fragments[0]),
+                                     fragments)
     tensors, refused = _tensor_plan(paths, [t[1] for t in typed], unified)
     # Hive partition keys are columns of the dataset, not of any file: keep them, last.
     partition_keys = [f for f in dataset.schema if f.name not in unified.names]
@@ -338,6 +341,22 @@ def _tensor_plan(paths: list[str], sources: list[dict[str, TensorSource]],
     return tensors, refused
 
 
+def _written_schema(fragment: Any) -> pa.Schema | None:
+    """The Arrow schema the writer kept in ``fragment``'s file (``ARROW:schema``), or ``None``."""
+    try:
+        raw = (fragment.metadata.metadata or {}).get(b"ARROW:schema")
+    except (AttributeError, OSError, pa.ArrowInvalid):
+        return None
+    if not raw:
+        return None
+    try:
+        import base64
+
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
+    except (ValueError, pa.ArrowInvalid):
+        return None
+
+
 def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
     """``timestamp[s]``, ``time32[s]`` and ``date64`` columns again where the writer's Arrow schema says so.
 
@@ -349,17 +368,8 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
     """
     if fragment is None or not any(_restorable(f.type) for f in schema):
         return schema
-    try:
-        raw = (fragment.metadata.metadata or {}).get(b"ARROW:schema")
-    except (AttributeError, OSError, pa.ArrowInvalid):
-        return schema
-    if not raw:
-        return schema
-    try:
-        import base64
-
-        original = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
-    except (ValueError, pa.ArrowInvalid):
+    original = _written_schema(fragment)
+    if original is None:
         return schema
     fields = list(schema)
     changed = False
@@ -371,6 +381,86 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
             fields[i] = field.with_type(was)
             changed = True
     return pa.schema(fields, metadata=schema.metadata) if changed else schema
+
+
+def _dictionaries_restored(schema: pa.Schema, fragments: list[Any]) -> pa.Schema:
+    """Dictionary columns of numbers (dates, decimals, ...) again where every file's writer wrote one.
+
+    pyarrow reads a Parquet column back as a dictionary only for strings and binary: a dictionary of
+    numbers -- a pandas ``Categorical`` of ints, say -- comes back as its values (as from pyarrow and Ray
+    Data).  Where the Arrow schema each file keeps (``ARROW:schema``) says the column was an unordered
+    dictionary of the type it is read as, it is read as that dictionary type again: each read encodes
+    the values it scanned (:func:`encode_dictionary`), the same values.  An *ordered* dictionary's order
+    is not in the file, only its values: such a column stays its values, with a
+    :class:`~bridge.errors.ConversionWarning` naming it.
+    """
+    if not fragments:
+        return schema
+    first = _written_schema(fragments[0])
+    if first is None:
+        return schema
+    wanted = {f.name: first.field(f.name).type for f in schema if f.name in first.names
+              and _restores_as(first.field(f.name).type, f.type)}
+    if not wanted:
+        return schema
+    for frag in fragments[1:]:  # every file must say the same (their footers are read already)
+        written = _written_schema(frag)
+        if written is None:
+            return schema
+        wanted = {n: t for n, t in wanted.items() if n not in written.names or written.field(n).type == t}
+    fields = list(schema)
+    changed = False
+    for name, was in wanted.items():
+        if was.ordered:
+            warnings.warn(f"read_parquet: column {name!r} was written as {was}; Parquet keeps the values of a "
+                          f"dictionary of numbers but not the order of its dictionary: read as {was.value_type}",
+                          ConversionWarning, stacklevel=5)
+            continue
+        i = schema.get_field_index(name)
+        fields[i] = fields[i].with_type(was)
+        changed = True
+    return pa.schema(fields, metadata=schema.metadata) if changed else schema
+
+
+def _restores_as(was: pa.DataType, read: pa.DataType) -> bool:
+    """Whether a column written as ``was`` and read as ``read`` is a dictionary of numbers read as its values."""
+    if not (pa.types.is_dictionary(was) and was.value_type == read and _dictionary_value(read)):
+        return False
+    try:
+        pc.dictionary_encode(pa.array([], read))
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return False
+    return True
+
+
+def _dictionary_value(t: pa.DataType) -> bool:
+    """Whether ``t`` can be the value type of a dictionary the read encodes (not text: pyarrow reads those as
+    dictionaries itself; nor nested or extension types, which Arrow does not dictionary-encode)."""
+    if isinstance(t, pa.BaseExtensionType) or pa.types.is_dictionary(t) or t.num_fields or pa.types.is_null(t):
+        return False
+    return not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
+
+
+def encoded_columns(schema: pa.Schema, columns: list[str] | None) -> dict[str, pa.DictionaryType]:
+    """The columns of ``schema`` (among ``columns``) a read scans as their values and encodes after:
+    dictionaries of numbers, which pyarrow's scan cannot cast to (:func:`_dictionaries_restored`)."""
+    wanted = schema.names if columns is None else columns
+    return {n: schema.field(n).type for n in wanted if n in schema.names
+            and pa.types.is_dictionary(schema.field(n).type) and _dictionary_value(schema.field(n).type.value_type)}
+
+
+def encode_dictionary(col: pa.ChunkedArray, typ: pa.DictionaryType, name: str, path: str) -> pa.ChunkedArray:
+    """``col``'s values as a dictionary column of type ``typ`` (the values unchanged)."""
+    encoded = pc.dictionary_encode(col)
+    if encoded.type == typ:
+        return encoded
+    try:
+        return encoded.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        msg = f"read_parquet: column {name!r} of {path!r} cannot be read as {typ}: {err}"
+        raise SchemaMismatchError(msg, f"pass schema= with {name!r} as {typ.value_type} (its values), "
+                                       f"or as a dictionary with wider indices") from err
 
 
 def _restorable(t: pa.DataType) -> bool:
@@ -478,13 +568,17 @@ class _ParquetRead:
             for name, source in tensors.items():
                 i = scan_schema.get_field_index(name)
                 scan_schema = scan_schema.set(i, pa.field(name, source.storage, scan_schema.field(i).nullable))
+            encoded = encoded_columns(self.schema, self.columns)
+            for name, typ in encoded.items():  # scanned as their values: pyarrow casts nothing to these
+                i = scan_schema.get_field_index(name)
+                scan_schema = scan_schema.set(i, scan_schema.field(i).with_type(typ.value_type))
             try:
                 table = frag.to_table(
                     schema=scan_schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
                 )
             except (ValueError, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as err:
                 detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                cast = _cast_failure(frag, self.schema, self.columns, detail, set(tensors))
+                cast = _cast_failure(frag, self.schema, self.columns, detail, set(tensors) | set(encoded))
                 if cast is not None:
                     raise cast from err
                 msg = f"cannot read Parquet file {frag.path!r} (row groups {[rg.id for rg in frag.row_groups]}): {detail}"
@@ -495,6 +589,11 @@ class _ParquetRead:
                     field = self.schema.field(name)
                     table = table.set_column(i, field, convert_column(table.column(i), source, field.type, name,
                                                                       frag.path))
+            for name, typ in encoded.items():
+                if name in table.column_names:
+                    i = table.column_names.index(name)
+                    table = table.set_column(i, self.schema.field(name),
+                                             encode_dictionary(table.column(i), typ, name, frag.path))
             if self.path_at is not None:
                 table = table.add_column(self.path_at, PATH_COLUMN, pa.array([frag.path] * table.num_rows, pa.string()))
             yield table
