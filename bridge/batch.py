@@ -73,11 +73,34 @@ def _numeric_view(arr: pa.Array) -> np.ndarray | None:
     return np.frombuffer(buf, dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
 
 
+def _dictionary_text_objects(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """A dictionary column of text -> an object ndarray holding one object per dictionary value, taken by
+    the indices (``None`` for a null row): what decoding it and converting the strings gives, without
+    decoding.  ``None`` where a chunk's dictionary is longer than the chunk (a slice of a large
+    dictionary: converting all of it would cost more than the rows) or there are no chunks."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    if not chunks or any(len(c.dictionary) > len(c) for c in chunks):
+        return None
+    out = []
+    for chunk in chunks:
+        values = text_objects(chunk.dictionary)
+        indices = chunk.indices
+        if indices.null_count:
+            values = np.append(values, np.array([None], dtype=object))
+            indices = indices.fill_null(len(chunk.dictionary))
+        out.append(values.take(indices.to_numpy(zero_copy_only=False)))
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
 def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
     if tensor.is_tensor(col.type):
         return tensor.tensor_to_numpy(col)
     if pa.types.is_dictionary(col.type):
+        if is_text(col.type.value_type):
+            shared = _dictionary_text_objects(col)
+            if shared is not None:
+                return shared
         # Decoded first, so the values follow their own type's rules below (NumPy has no dictionary;
         # pyarrow's to_numpy of a dictionary of ints with nulls would give floats).
         col = pc.cast(col, col.type.value_type)
