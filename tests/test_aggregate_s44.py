@@ -10,8 +10,8 @@ Ray Data 2.60's ``ValueCounter``, ``MissingValuePercentage``, ``ZeroPercentage``
   integers that store their dates, times, timestamps and durations: exact, and the result keeps the values.
 * ``CountDistinct`` / ``Unique(ignore_nulls=True)`` of an all-null (``null``-typed) column crashed the worker
   process (Arrow's grouped ``distinct`` of the null type skipping nulls segfaults in pyarrow 26).
-* The five aggregations were missing.  Ray Data's two approximate ones need ``datasketches`` (not installed
-  here): these compute the answer a sketch holding every value gives, exactly; they are compared with Ray
+* The five aggregations were missing.  Ray Data's two approximate ones need ``datasketches`` (in the test
+  extra since session 46): these compute the answer a sketch holding every value gives, exactly; they are compared with Ray
   Data where ``datasketches`` is importable and with the sketches' documented definitions always.
 """
 
