@@ -85,10 +85,17 @@ def _dictionary_text_objects(col: pa.ChunkedArray | pa.Array) -> np.ndarray | No
     for chunk in chunks:
         values = text_objects(chunk.dictionary)
         indices = chunk.indices
-        if indices.null_count:
-            values = np.append(values, np.array([None], dtype=object))
-            indices = indices.fill_null(len(chunk.dictionary))
-        out.append(values.take(indices.to_numpy(zero_copy_only=False)))
+        if not indices.null_count:
+            out.append(values.take(indices.to_numpy(zero_copy_only=False)))
+            continue
+        # (Not a fill with one past the dictionary's end: a dictionary as long as its index type counts
+        # has no such index.)
+        if not len(values):  # every row null
+            out.append(np.full(len(indices), None, dtype=object))
+            continue
+        rows = values.take(indices.fill_null(0).to_numpy(zero_copy_only=False))
+        rows[indices.is_null().to_numpy(zero_copy_only=False)] = None
+        out.append(rows)
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 

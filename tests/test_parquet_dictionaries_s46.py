@@ -126,3 +126,68 @@ def test_dictionary_of_strings_unchanged(tmp_path: Any) -> None:
     out = bridge.read_parquet(str(tmp_path)).to_arrow()
     assert out.schema.field("s").type == col.type
     assert out.column("s").to_pylist() == col.to_pylist()
+
+
+# ----------------------------------------------------------------- after review
+
+
+def test_a_filter_on_a_dictionary_column_not_read(tmp_path: Any) -> None:
+    df = pd.DataFrame({"c": pd.Categorical([5, 6, 5, None, 7] * 4), "x": range(20)})
+    df.to_parquet(tmp_path / "a.parquet")
+    want = [1, 6, 11, 16]
+    assert bridge.read_parquet(str(tmp_path), columns=["x"], filter=[("c", "=", 6)]).to_arrow().column("x").to_pylist() == want
+    picked = bridge.read_parquet(str(tmp_path), filter=pc.field("c") == 6).select_columns(["x"]).to_arrow()
+    assert picked.column_names == ["x"] and picked.column("x").to_pylist() == want
+
+
+def test_a_filter_on_a_dictionary_column_skips_row_groups(tmp_path: Any) -> None:
+    from bridge.io.parquet_datasource import ParquetDatasource
+
+    pq.write_table(pa.table({"c": pa.array(range(40), pa.int64()).dictionary_encode(), "x": range(40)}),
+                   tmp_path / "a.parquet", row_group_size=10)
+    assert len(ParquetDatasource(str(tmp_path)).units) == 4
+    assert len(ParquetDatasource(str(tmp_path), filter=pc.field("c") >= 35).units) == 1
+    assert len(ParquetDatasource(str(tmp_path), filter=pc.field("c") == 3).units) == 1
+    out = bridge.read_parquet(str(tmp_path), filter=pc.field("c") >= 35).to_arrow()
+    assert out.schema.field("c").type == pa.dictionary(pa.int32(), pa.int64())
+    assert out.column("c").to_pylist() == [35, 36, 37, 38, 39]
+
+
+def test_the_dictionary_is_sorted_as_pandas_sorts_categories(tmp_path: Any) -> None:
+    pd.DataFrame({"c": pd.Categorical([3, 1, 3, 2])}).to_parquet(tmp_path / "a.parquet")
+    back = bridge.read_parquet(str(tmp_path)).to_pandas()
+    assert back["c"].cat.categories.tolist() == [1, 2, 3]
+    assert back.sort_values("c")["c"].tolist() == [1, 2, 3, 3]
+    chunk = bridge.read_parquet(str(tmp_path)).to_arrow().column("c").chunk(0)
+    assert chunk.dictionary.to_pylist() == [1, 2, 3]
+
+
+def test_signed_zeros_and_nans_stay_apart(tmp_path: Any) -> None:
+    values = [0.0, -0.0, float("nan"), None, 1.5, -0.0, float("-inf")]
+    bridge.from_arrow(pa.table({"f": pa.array(values).dictionary_encode()})).write_parquet(str(tmp_path))
+    got = bridge.read_parquet(str(tmp_path)).to_arrow().column("f")
+    assert pa.types.is_dictionary(got.type)
+    decoded = pc.cast(got, pa.float64()).to_pylist()
+    assert [str(v) for v in decoded] == [str(v) for v in values]  # (str: -0.0 and nan compare as written)
+
+
+@pytest.mark.parametrize(("value_type", "values"), [
+    (pa.timestamp("s"), [datetime.datetime(2024, 1, 1, 0, 0, 1), None, datetime.datetime(1999, 12, 31)]),
+    (pa.date64(), [datetime.date(2024, 1, 1), None, datetime.date(1, 1, 1)]),
+    (pa.duration("ms"), [datetime.timedelta(milliseconds=5), None, datetime.timedelta(days=-3)]),
+], ids=["timestamp_s", "date64", "duration_ms"])
+def test_dictionaries_of_what_parquet_stores_as_another_type(tmp_path: Any, value_type: pa.DataType,
+                                                             values: list[Any]) -> None:
+    col = _dict(values, value_type, pa.int16())
+    bridge.from_arrow(pa.table({"c": col})).write_parquet(str(tmp_path))
+    out = bridge.read_parquet(str(tmp_path)).to_arrow()
+    assert out.schema.field("c").type == col.type
+    assert out.column("c").to_pylist() == col.to_pylist()
+
+
+def test_the_ordered_warning_only_for_a_column_read(tmp_path: Any) -> None:
+    t = pa.table({"rank": _dict([30, 10, 30], pa.int64(), pa.int8(), ordered=True), "x": [1, 2, 3]})
+    bridge.from_arrow(t).write_parquet(str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConversionWarning)
+        assert bridge.read_parquet(str(tmp_path), columns=["x"]).to_arrow().column("x").to_pylist() == [1, 2, 3]

@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
@@ -106,7 +107,7 @@ class ParquetDatasource(Datasource):
         #: Tensor columns no file can be read as (a Ray Data tensor of strings): refused where read.
         self.refused: dict[str, TensorSource] = {}
         if schema is None:
-            self.dataset, self.tensors, self.refused = _with_unified_schema(self.dataset)
+            self.dataset, self.tensors, self.refused = _with_unified_schema(self.dataset, columns)
             if casts:  # pyarrow casts the values parsed from the names to the dataset's types
                 final = pa.schema([f.with_type(casts.get(f.name, f.type)) for f in self.dataset.schema],
                                   metadata=self.dataset.schema.metadata)
@@ -283,7 +284,7 @@ def _hint_for(err: BaseException) -> str:
 
 
 def _with_unified_schema(
-    dataset: pds.Dataset,
+    dataset: pds.Dataset, columns: list[str] | None = None,
 ) -> tuple[pds.Dataset, dict[str, dict[str, TensorSource]], dict[str, TensorSource]]:
     """``dataset`` read with every file's schema unified (``pyarrow.dataset`` takes the first file's), with
     the tensor columns each file's read converts and those refused (:func:`_tensor_plan`).
@@ -294,7 +295,8 @@ def _with_unified_schema(
     fragments = list(dataset.get_fragments())
     if len(fragments) <= 1:
         typed, sources = file_tensors(dataset.schema, fragments[0].path) if fragments else (dataset.schema, {})
-        restored = _dictionaries_restored(_seconds_restored(typed, fragments[0] if fragments else None), fragments)
+        restored = _dictionaries_restored(_seconds_restored(typed, fragments[0] if fragments else None), fragments,
+                                          columns)
         tensors, refused = _tensor_plan([f.path for f in fragments], [sources], restored)
         if restored is dataset.schema:
             return dataset, tensors, refused
@@ -314,7 +316,7 @@ def _with_unified_schema(
     paths = [f.path for f in fragments]
     typed = [file_tensors(schema, path) for schema, path in zip(schemas, paths)]
     unified = _dictionaries_restored(_seconds_restored(unify_file_schemas(paths, [t[0] for t in typed]), fragments[0]),
-                                     fragments)
+                                     fragments, columns)
     tensors, refused = _tensor_plan(paths, [t[1] for t in typed], unified)
     # Hive partition keys are columns of the dataset, not of any file: keep them, last.
     partition_keys = [f for f in dataset.schema if f.name not in unified.names]
@@ -383,16 +385,18 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
     return pa.schema(fields, metadata=schema.metadata) if changed else schema
 
 
-def _dictionaries_restored(schema: pa.Schema, fragments: list[Any]) -> pa.Schema:
+def _dictionaries_restored(schema: pa.Schema, fragments: list[Any], columns: list[str] | None = None) -> pa.Schema:
     """Dictionary columns of numbers (dates, decimals, ...) again where every file's writer wrote one.
 
     pyarrow reads a Parquet column back as a dictionary only for strings and binary: a dictionary of
     numbers -- a pandas ``Categorical`` of ints, say -- comes back as its values (as from pyarrow and Ray
     Data).  Where the Arrow schema each file keeps (``ARROW:schema``) says the column was an unordered
-    dictionary of the type it is read as, it is read as that dictionary type again: each read encodes
-    the values it scanned (:func:`encode_dictionary`), the same values.  An *ordered* dictionary's order
-    is not in the file, only its values: such a column stays its values, with a
-    :class:`~bridge.errors.ConversionWarning` naming it.
+    dictionary of the type it is read as (or of the type Parquet stores as that, ``timestamp[s]`` as
+    milliseconds), it is read as that dictionary type again: each read scans the values and encodes
+    them (:func:`encode_dictionary`), the same values, the dictionary sorted.  Parquet's reader gives
+    the values only, not the dictionary: its order and any value no row used are not restored.  An
+    *ordered* dictionary's order is what it means, so such a column stays its values, with a
+    :class:`~bridge.errors.ConversionWarning` naming it (where ``columns`` is given, only for those read).
     """
     if not fragments:
         return schema
@@ -412,6 +416,8 @@ def _dictionaries_restored(schema: pa.Schema, fragments: list[Any]) -> pa.Schema
     changed = False
     for name, was in wanted.items():
         if was.ordered:
+            if columns is not None and name not in columns:
+                continue
             warnings.warn(f"read_parquet: column {name!r} was written as {was}; Parquet keeps the values of a "
                           f"dictionary of numbers but not the order of its dictionary: read as {was.value_type}",
                           ConversionWarning, stacklevel=5)
@@ -423,11 +429,16 @@ def _dictionaries_restored(schema: pa.Schema, fragments: list[Any]) -> pa.Schema
 
 
 def _restores_as(was: pa.DataType, read: pa.DataType) -> bool:
-    """Whether a column written as ``was`` and read as ``read`` is a dictionary of numbers read as its values."""
-    if not (pa.types.is_dictionary(was) and was.value_type == read and _dictionary_value(read)):
+    """Whether a column written as ``was`` and read as ``read`` is a dictionary of numbers read as its values
+    (or as what Parquet stores them as: milliseconds for seconds, ``date32`` for ``date64``, int64 for a
+    duration, which pyarrow restores from the Arrow schema only outside a dictionary)."""
+    if not (pa.types.is_dictionary(was) and _dictionary_value(was.value_type)):
+        return False
+    value = was.value_type
+    if not (read == value or read == _stored_as(value) or (pa.types.is_duration(value) and read == pa.int64())):
         return False
     try:
-        pc.dictionary_encode(pa.array([], read))
+        pc.dictionary_encode(pa.array([], value))
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return False
     return True
@@ -442,21 +453,35 @@ def _dictionary_value(t: pa.DataType) -> bool:
                 or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
 
 
-def encoded_columns(schema: pa.Schema, columns: list[str] | None) -> dict[str, pa.DictionaryType]:
-    """The columns of ``schema`` (among ``columns``) a read scans as their values and encodes after:
-    dictionaries of numbers, which pyarrow's scan cannot cast to (:func:`_dictionaries_restored`)."""
-    wanted = schema.names if columns is None else columns
-    return {n: schema.field(n).type for n in wanted if n in schema.names
-            and pa.types.is_dictionary(schema.field(n).type) and _dictionary_value(schema.field(n).type.value_type)}
+def encoded_columns(schema: pa.Schema) -> dict[str, pa.DictionaryType]:
+    """The columns of ``schema`` a read scans as their values and encodes after: dictionaries of numbers,
+    which pyarrow's scan cannot cast to (:func:`_dictionaries_restored`)."""
+    return {f.name: f.type for f in schema if pa.types.is_dictionary(f.type) and _dictionary_value(f.type.value_type)}
+
+
+def values_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its dictionaries of numbers as their values: what pyarrow scans (every such column,
+    also one only a filter reads) and plans row groups with (their statistics are of the values)."""
+    for name, typ in encoded_columns(schema).items():
+        i = schema.get_field_index(name)
+        schema = schema.set(i, schema.field(i).with_type(typ.value_type))
+    return schema
 
 
 def encode_dictionary(col: pa.ChunkedArray, typ: pa.DictionaryType, name: str, path: str) -> pa.ChunkedArray:
-    """``col``'s values as a dictionary column of type ``typ`` (the values unchanged)."""
-    encoded = pc.dictionary_encode(col)
-    if encoded.type == typ:
-        return encoded
+    """``col``'s values as a dictionary column of type ``typ``: the values unchanged (encoded by their
+    bits: 0.0 and -0.0 stay apart), the dictionary sorted (pandas sorts a ``Categorical`` of an unordered
+    dictionary by it, and ``pd.Categorical`` sorts its categories unless told otherwise)."""
+    values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    encoded = pc.dictionary_encode(values)
+    order = pc.array_sort_indices(encoded.dictionary).to_numpy()
+    if len(order) > 1 and (order[1:] < order[:-1]).any():
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        indices = pc.take(pa.array(rank), encoded.indices)
+        encoded = pa.DictionaryArray.from_arrays(indices, encoded.dictionary.take(pa.array(order)))
     try:
-        return encoded.cast(typ)
+        return pa.chunked_array([encoded.cast(typ)])
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         msg = f"read_parquet: column {name!r} of {path!r} cannot be read as {typ}: {err}"
         raise SchemaMismatchError(msg, f"pass schema= with {name!r} as {typ.value_type} (its values), "
@@ -487,10 +512,11 @@ def _unreadable(path: str, err: BaseException) -> FileReadError:
 def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002
     """Every row group that may hold matching rows, in file order (footers read in parallel)."""
     fragments = list(dataset.get_fragments(filter=filter) if filter is not None else dataset.get_fragments())
+    scan_schema = values_schema(dataset.schema)  # row-group statistics are of a dictionary's values
 
     def split(frag: Any) -> list[_Unit]:
         try:
-            pieces = frag.split_by_row_group(filter=filter, schema=dataset.schema)
+            pieces = frag.split_by_row_group(filter=filter, schema=scan_schema)
         except (ValueError, OSError) as err:
             msg = f"cannot read Parquet file {frag.path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
             raise FileReadError(msg, _hint_for(err)) from err
@@ -568,10 +594,8 @@ class _ParquetRead:
             for name, source in tensors.items():
                 i = scan_schema.get_field_index(name)
                 scan_schema = scan_schema.set(i, pa.field(name, source.storage, scan_schema.field(i).nullable))
-            encoded = encoded_columns(self.schema, self.columns)
-            for name, typ in encoded.items():  # scanned as their values: pyarrow casts nothing to these
-                i = scan_schema.get_field_index(name)
-                scan_schema = scan_schema.set(i, scan_schema.field(i).with_type(typ.value_type))
+            encoded = encoded_columns(self.schema)
+            scan_schema = values_schema(scan_schema)  # pyarrow casts nothing to a dictionary of numbers
             try:
                 table = frag.to_table(
                     schema=scan_schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS
