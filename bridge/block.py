@@ -237,10 +237,82 @@ def tail(block: Block, offset: int) -> Block:
 
 
 def take_rows(block: Block, indices: pa.Array) -> Block:
-    """``block.take(indices)``, also for a table without columns (pyarrow's take of one has no rows)."""
+    """``block.take(indices)``, also for a table without columns (pyarrow's take of one has no rows), and
+    for dictionary columns whose chunks' values together outnumber their index type (:func:`unify_dictionaries`)."""
     if block.num_columns == 0:
         return table_without_columns(len(indices), block.schema.metadata)
-    return block.take(indices)
+    return unify_dictionaries(block).take(indices)
+
+
+def unify_dictionaries(table: Block) -> Block:
+    """``table.unify_dictionaries()``: each dictionary column's chunks on one dictionary, as taking rows
+    across them, grouping and sorting need.  Where a column's chunks hold more values together than its
+    index type counts (two ``int8`` chunks of 100 labels each: pandas gives each ``Categorical`` of
+    fewer than 128 categories ``int8`` codes), pyarrow raises "requires a larger index type"; that
+    column's indices are widened instead (:func:`_wider_dictionaries`): the values unchanged, the index
+    type wider (blocks of both widths concatenate to the wider one)."""
+    if not any(_has_dictionary(f.type) for f in table.schema):
+        return table
+    return _widening(table, lambda t: t.unify_dictionaries())
+
+
+def combine_chunks(table: Block) -> Block:
+    """``table.combine_chunks()``, also where dictionary chunks hold more values together than their index
+    type counts, nested ones too (:func:`unify_dictionaries`)."""
+    if not any(_has_dictionary(f.type) for f in table.schema):
+        return table.combine_chunks()
+    return _widening(table, lambda t: t.combine_chunks())
+
+
+def combine_column(col: pa.ChunkedArray) -> pa.Array:
+    """``col.combine_chunks()`` as :func:`combine_chunks` does it."""
+    if not _has_dictionary(col.type):
+        return col.combine_chunks()
+    return combine_chunks(pa.table({"c": col})).column(0).chunk(0)
+
+
+def take_values(col: pa.ChunkedArray, indices: pa.Array) -> pa.Array:
+    """``col.take(indices).combine_chunks()`` as :func:`combine_chunks` does it (rows of several dictionaries)."""
+    if _has_dictionary(col.type):
+        col = unify_dictionaries(pa.table({"c": col})).column(0)
+    return combine_column(col.take(indices))
+
+
+def _widening(table: Block, step: Callable[[Block], Block]) -> Block:
+    for _ in range(2):
+        try:
+            return step(table)
+        except pa.ArrowInvalid as err:
+            if "larger index type" not in str(err):
+                raise
+            table = _wider_dictionaries(table)
+    return step(table)
+
+
+def _has_dictionary(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return True
+    if isinstance(t, pa.BaseExtensionType):
+        return False
+    return any(_has_dictionary(t.field(i).type) for i in range(t.num_fields))
+
+
+def _wider_index(t: pa.DataType) -> pa.DataType:
+    """``t`` with each dictionary in it (nested too) indexed by ``int32``, or ``int64`` where it was 32 bits."""
+    t = map_child_types(t, _wider_index)
+    if pa.types.is_dictionary(t) and t.index_type.bit_width < 64:
+        return pa.dictionary(pa.int32() if t.index_type.bit_width < 32 else pa.int64(), t.value_type, t.ordered)
+    return t
+
+
+def _wider_dictionaries(table: Block) -> Block:
+    """``table`` with the indices of every dictionary in it widened one step (``int8`` .. ``int16`` -> ``int32``
+    -> ``int64``): the values unchanged."""
+    for i, field in enumerate(table.schema):
+        if _has_dictionary(field.type):
+            wide = _wider_index(field.type)
+            table = table.set_column(i, field.with_type(wide), table.column(i).cast(wide))
+    return table
 
 
 def concat_same_schema(tables: Sequence[Block]) -> Block:

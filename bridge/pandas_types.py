@@ -185,7 +185,9 @@ def _zoned_categorical(col: pa.ChunkedArray) -> Any:
     """A dictionary of zoned timestamps -> a Categorical whose categories keep the zone."""
     import pandas as pd
 
-    col = col.unify_dictionaries()
+    from bridge.block import unify_dictionaries
+
+    col = unify_dictionaries(pa.table({"c": col})).column(0)
     t = col.type
     values = col.chunk(0).dictionary if col.num_chunks else pa.array([], t.value_type)
     categories = pd.DatetimeIndex(values.to_pandas())

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from bridge.block import Block, BlockMetadata, Timer, concat_blocks
+from bridge.block import Block, BlockMetadata, Timer, combine_chunks, concat_blocks
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle, slice_block
 from bridge.execution.stats import OpStats
@@ -166,7 +166,7 @@ def run_block_transform(
         else:
             out = concat_blocks(outs)
             if out.num_columns and out.column(0).num_chunks > 32:
-                out = out.combine_chunks()
+                out = combine_chunks(out)
     return out, BlockMetadata.of(out, exec_stats=timer.stats())
 
 

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge.block import Block, map_child_types
+from bridge.block import Block, map_child_types, take_values
 
 #: A pyarrow aggregation: (column or [] for count_all, function, options).
 Spec = tuple[Any, str, Any]
@@ -296,7 +296,7 @@ def _group_values(block: Block, on: str, rows: pa.ListArray, encode_lists: bool 
                                                                                                    np.ndarray]:
     """The values of column ``on`` of the groups ``rows`` (block rows per group) and the group of each;
     with ``encode_lists``, a list column's elements (one level flattened; null lists have none)."""
-    values = block.column(on).take(pc.list_flatten(rows)).combine_chunks()
+    values = take_values(block.column(on), pc.list_flatten(rows))
     owner = pc.list_parent_indices(rows).to_numpy()
     if encode_lists and _is_list(values.type):
         owner = owner[pc.list_parent_indices(values).to_numpy()]
@@ -1007,7 +1007,7 @@ class AsList(_Builtin):
     def accumulate_groups(self, block: Block, keys: list[Any], rows: pa.ListArray) -> pa.Array:
         """Per group, its values in the order of the block."""
         assert self.on is not None
-        values = block.column(self.on).take(pc.list_flatten(rows)).combine_chunks()
+        values = take_values(block.column(self.on), pc.list_flatten(rows))
         return _group_lists(values, pc.list_parent_indices(rows).to_numpy(), len(rows), self.ignore_nulls)
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:

@@ -75,7 +75,7 @@ def sort_indices(table: pa.Table, sort_keys: SortKeys) -> pa.Array:
 def sort_table(table: pa.Table, sort_keys: SortKeys) -> pa.Table:
     if table.num_rows <= 1:
         return table
-    return table.take(sort_indices(table, sort_keys))
+    return take_rows(table, sort_indices(table, sort_keys))
 
 
 def flatten_refs(bundles: Sequence[RefBundle]) -> tuple[list[ray.ObjectRef], list[BlockMetadata]]:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bridge import batch as batch_mod
-from bridge.block import Block, concat_blocks, null_rows
+from bridge.block import Block, combine_column, concat_blocks, null_rows, unify_dictionaries
 from bridge.context import DataContext
 from bridge.execution.bundle import RefBundle
 from bridge.execution.transform import TaskContext, UserFn, call_user_fn
@@ -48,9 +48,7 @@ def _canonical(table: pa.Table, keys: list[str]) -> pa.Table:
         i = table.schema.get_field_index(k)
         if i >= 0 and pa.types.is_floating(table.schema.field(i).type):
             table = table.set_column(i, k, canonical_floats(table.column(i)))
-    if any(pa.types.is_dictionary(f.type) for f in table.schema):
-        table = table.unify_dictionaries()
-    return table
+    return unify_dictionaries(table)
 
 
 def _aggregate(table: pa.Table, keys: list[str], specs: list[Any], names: list[str]) -> pa.Table:
@@ -168,9 +166,9 @@ def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[Aggregate
         out = out.set_column(keys.index(k), k, merged.column(_first_name(k)))
     for i, agg in enumerate(aggs):
         merge_specs = agg.merge_specs()
-        done = [merged.column(f"__m{i}_{j}").combine_chunks() if m is not None else None
+        done = [combine_column(merged.column(f"__m{i}_{j}")) if m is not None else None
                 for j, m in enumerate(merge_specs)]
-        raw = [states.column(f"__s{i}_{j}").combine_chunks() for j in range(len(merge_specs))]
+        raw = [combine_column(states.column(f"__s{i}_{j}")) for j in range(len(merge_specs))]
         out = out.append_column(agg.name, restored(agg, agg.finish(done, raw, gid, n)))
     return exchange.sort_table(out, [(k, "ascending") for k in keys])
 
