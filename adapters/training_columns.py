@@ -14,6 +14,7 @@ time32/64[unit]                    ``dense`` int64 ``unit`` since midnight      
 arrow.fixed_shape_tensor           ``dense`` ``(rows, *shape)`` ndarray (no copy where Arrow allows)
 string / binary (any width)        ``strings``: a Python list of ``str`` / ``bytes``
 dictionary<values>                 decoded, then as its value type
+run_end_encoded<values>            decoded, then as its value type
 list / large_list of numbers       ``ragged``: flat values + row lengths (tf: ``RaggedTensor``)
 variable-shape tensor              ``ragged`` list of ndarrays (torch: list of tensors)
 decimal, struct, map, null         ``UnsupportedTypeError`` naming the column, with the cast to use
@@ -325,6 +326,9 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
         return TrainingColumn(name, "tensor_list", list(tensor.tensor_to_numpy(col)))
     if pa.types.is_dictionary(t):
         col = col.cast(t.value_type)
+        t = col.type
+    elif pa.types.is_run_end_encoded(t):
+        col = pc.run_end_decode(col)
         t = col.type
     col = _fill(col, name, fill_nulls, framework)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):

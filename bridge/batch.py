@@ -103,6 +103,9 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
     if tensor.is_tensor(col.type):
         return tensor.tensor_to_numpy(col)
+    if pa.types.is_run_end_encoded(col.type):
+        # Decoded first, as a dictionary below: pyarrow's to_numpy of one holding a null gives floats.
+        col = pc.run_end_decode(col)
     if pa.types.is_dictionary(col.type):
         if is_text(col.type.value_type):
             shared = _dictionary_text_objects(col)
@@ -371,6 +374,12 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
     if pa.types.is_time(like) and pa.types.is_duration(t) and like.unit == t.unit:
         # time64[ns] travels as timedelta64[ns] since midnight (datetime.time has no nanoseconds).
         return pc.cast(pc.cast(col, pa.int64()), like)
+    if pa.types.is_run_end_encoded(like) and not pa.types.is_run_end_encoded(t):
+        # NumPy and pandas hold its values: encoded again (the values' own restoration first).
+        values = _restore_type(col, like.value_type)
+        if values.type != like.value_type:
+            return col
+        return pc.run_end_encode(values, run_end_type=like.run_end_type)
     restorable = (
         (pa.types.is_timestamp(like) and pa.types.is_timestamp(t) and like.tz and not t.tz)
         or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t)

@@ -97,7 +97,19 @@ def _has_nan(col: pa.ChunkedArray | pa.Array) -> bool:
 
 def column_needs_nullable(col: pa.ChunkedArray | pa.Array) -> bool:
     """A numeric or bool column that a NumPy dtype cannot hold exactly: it has nulls (or NaN, for floats)."""
+    if pa.types.is_run_end_encoded(col.type):
+        col = pc.run_end_decode(col)  # (its nulls are its values': the array itself counts none)
     return _maskable(col.type) and (col.null_count > 0 or _has_nan(col))
+
+
+def run_ends_decoded(block: Block) -> Block:
+    """``block`` with its run-end encoded columns decoded: pandas and NumPy have no such type, and pyarrow's
+    own conversion of one holding a null gives floats (``2**53 + 1`` became ``2**53``); decoded, the values
+    follow their own type's rules.  (``from_pandas`` encodes them again from the schema a frame carries.)"""
+    for i, field in enumerate(block.schema):
+        if pa.types.is_run_end_encoded(field.type):
+            block = block.set_column(i, field.with_type(field.type.value_type), pc.run_end_decode(block.column(i)))
+    return block
 
 
 def needs_nullable(block: Block) -> set[str]:
@@ -283,6 +295,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         def mapper(t: pa.DataType) -> Any:
             return strings if t in (pa.string(), pa.large_string()) else None
 
+    block = run_ends_decoded(block)
     meta = block.schema.pandas_metadata
     index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
     entries = {e.get("field_name"): e for e in (meta or {}).get("columns", []) if isinstance(e, dict)}
