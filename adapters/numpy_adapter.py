@@ -26,10 +26,11 @@ class NumpyAdapter:
 
     def from_dataset(self, ds: Any, *, column: str | None = None, **options: Any) -> Any:
         """All rows as a dict of ndarrays (or one ndarray for ``column``)."""
-        from bridge.batch import column_to_numpy, to_numpy_batch
+        from bridge.batch import column_to_numpy, refuse_unions, to_numpy_batch
 
         table = ds.to_arrow()
         if column is not None:
+            refuse_unions(table.select([column]).schema, "NumPy")
             return column_to_numpy(table.column(column))
         return to_numpy_batch(table)
 

@@ -164,6 +164,9 @@ def block_to_pandas(block: Block, nullable: Collection[str] | None = None, *, sc
     read, such as Modin's partitions.
     A block with pandas metadata (from ``from_pandas``) gets its index back.
     """
+    from bridge.batch import refuse_unions
+
+    refuse_unions(block.schema, "pandas")
     df = _block_to_pandas(block, nullable, strings, writable)
     if schema_attr:
         # As text (base64 of the IPC schema): pandas copies attrs and pyarrow stores them as JSON.

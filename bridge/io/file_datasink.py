@@ -267,14 +267,37 @@ class FileWriter:
         except BridgeError:
             raise
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
-            # Arrow refused the data, not the disk: say so, not "check the directory".
-            msg = f"write_{self.fmt}: cannot write the block of {path!r} as {self.fmt.upper()}: {err}"
-            hint = f"a column's type or values cannot be written as {self.fmt.upper()}; cast or drop it " \
-                   f"(ds.schema() lists the types), or use write_parquet, which holds every Arrow type"
+            # Arrow refused the data, not the disk: say so, not "check the directory", and name the column.
+            fmt = self.fmt.upper()
+            name = self._refused_column(table)
+            if name is None:
+                msg = f"write_{self.fmt}: cannot write the block of {path!r} as {fmt}: {err}"
+                what = "a column's type or values"
+            else:
+                msg = (f"write_{self.fmt}: column {name!r} ({table.schema.field(name).type}) cannot be written "
+                       f"as {fmt} (file {path!r}): {err}")
+                what = f"column {name!r}"
+            hint = f"{what} cannot be written as {fmt}: cast it to a type {fmt} holds in a map_batches step, " \
+                   f"or drop it (ds.drop_columns([...]); ds.schema() lists the types)"
+            if self.fmt != "parquet":
+                hint += "; or use write_parquet, which holds nested, binary and tensor columns"
             raise UnsupportedTypeError(msg, hint) from err
         except Exception as err:  # noqa: BLE001 - name the file and the cause
             msg = f"write_{self.fmt}: cannot write {path!r}: {type(err).__name__}: {err}"
             raise FileWriteError(msg, "check that the directory is writable and the disk is not full") from err
+
+    def _refused_column(self, table: Block) -> str | None:
+        """The first column of ``table`` that the format refuses on its own (written to no file), or ``None``."""
+        if table.num_columns < 2 or len(set(table.column_names)) != table.num_columns:
+            return table.column_names[0] if table.num_columns == 1 else None
+        for name, col in zip(table.column_names, table.columns):
+            try:
+                self._write(pa.table({name: col}), pa.MockOutputStream())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return name
+            except Exception:  # noqa: BLE001 - not this column's type: no name rather than a wrong one
+                return None
+        return None
 
     def _write(self, table: Block, stream: Any) -> None:
         if self.fmt == "parquet":
