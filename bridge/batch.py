@@ -402,6 +402,19 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
     if pa.types.is_time(like) and pa.types.is_duration(t) and like.unit == t.unit:
         # time64[ns] travels as timedelta64[ns] since midnight (datetime.time has no nanoseconds).
         return pc.cast(pc.cast(col, pa.int64()), like)
+    if isinstance(like, pa.BaseExtensionType) and not isinstance(t, pa.BaseExtensionType) \
+            and not tensor.is_tensor(like):
+        # An extension type NumPy and pandas hold as its storage (arrow.json as text, arrow.bool8 as int8,
+        # floats where pandas met a null): the storage restored by these rules, then wrapped again.
+        storage = _restore_type(col, like.storage_type)
+        if storage.type != like.storage_type:
+            try:
+                storage = pc.cast(storage, like.storage_type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return col
+        if isinstance(storage, pa.ChunkedArray):
+            return pa.chunked_array([pa.ExtensionArray.from_storage(like, c) for c in storage.chunks], like)
+        return pa.ExtensionArray.from_storage(like, storage)
     if pa.types.is_run_end_encoded(like) and not pa.types.is_run_end_encoded(t):
         # NumPy and pandas hold its values: encoded again (the values' own restoration first).
         values = _restore_type(col, like.value_type)
@@ -412,7 +425,9 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         (pa.types.is_timestamp(like) and pa.types.is_timestamp(t) and like.tz and not t.tz)
         or (pa.types.is_dictionary(like) and not pa.types.is_dictionary(t)
             and (like.value_type == t or (_stringy(like.value_type) and _stringy(t))))
-        or (pa.types.is_dictionary(like) and pa.types.is_dictionary(t) and like.value_type == t.value_type)
+        or (pa.types.is_dictionary(like) and pa.types.is_dictionary(t) and (
+            like.value_type == t.value_type or (_stringy(like.value_type) and _stringy(t.value_type))
+            or (_binary(like.value_type) and _binary(t.value_type))))
         or (pa.types.is_fixed_size_binary(like) and pa.types.is_binary(t))
         or (pa.types.is_decimal(like) and (pa.types.is_decimal(t) or pa.types.is_null(t)))
         or (pa.types.is_large_string(like) and pa.types.is_string(t))
@@ -442,6 +457,10 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
 
 def _stringy(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _binary(t: pa.DataType) -> bool:
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
 
 
 def _named_column(name: str, value: Any, like: pa.DataType | None) -> pa.Array | pa.ChunkedArray:
