@@ -6,7 +6,9 @@ object columns of ``str``, as pyarrow's own ``Table.to_pandas``, the third conte
 memory; Ray Data 2.60 gives ``string[pyarrow]`` columns instead, no Python objects at all, so its figure is
 for another result); ``text_numpy_batches`` iterates NumPy batches of 65,536 rows to the end (object
 arrays for both).  Making one Python object per row, or one per distinct value, is most of the time
-(bridge/text_objects.py).
+(bridge/text_objects.py).  ``categorical_numpy_batches`` does the same over two dictionary columns of
+text (pandas ``Categorical`` columns as Arrow holds them: 100 labels, ``int8`` indices; 5,000 labels,
+``int16``), which NumPy gets as object arrays of their values.
 """
 
 from __future__ import annotations
@@ -106,4 +108,50 @@ BENCHMARK_NUMPY_BATCHES = Benchmark(
     unit="rows/s",
     contenders={"raybridge": _numpy_batches("bridge"), "ray_data": _numpy_batches("ray.data")},
     params=PARAMS,
+)
+
+
+def _categorical_dataset(lib, scale: str):
+    import numpy as np
+    import pyarrow as pa
+
+    n = ROWS[scale]
+    rng = np.random.default_rng(1)
+    few = pa.array([f"category-{i:03d}" for i in range(100)])
+    many = pa.array([f"user-{i:05d}@example.org" for i in range(5_000)])
+    table = pa.table({
+        "id": np.arange(n),
+        "few": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 100, n).astype(np.int8)), few),
+        "many": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 5_000, n).astype(np.int16)), many),
+    })
+    return lib.from_arrow([table.slice(i * n // BLOCKS, n // BLOCKS) for i in range(BLOCKS)]).materialize(), n
+
+
+def _categorical_batches(lib_name: str):
+    def setup(scale: str):
+        import importlib
+
+        ds, n = _categorical_dataset(importlib.import_module(lib_name), scale)
+
+        def run() -> float:
+            t = time.perf_counter()
+            rows = 0
+            for b in ds.iter_batches(batch_size=BATCH, batch_format="numpy", prefetch_batches=0):
+                assert b["few"].dtype == object
+                rows += len(b["few"])
+            assert rows == n
+            return n / (time.perf_counter() - t)
+
+        return run
+
+    return setup
+
+
+BENCHMARK_CATEGORICAL_BATCHES = Benchmark(
+    name="categorical_numpy_batches",
+    title=f"iter_batches({BATCH}, numpy) of dictionary (Categorical) text columns to the end",
+    unit="rows/s",
+    contenders={"raybridge": _categorical_batches("bridge"), "ray_data": _categorical_batches("ray.data")},
+    params={s: f"{n:,} rows x (int64, dictionary<int8> of 100 labels, dictionary<int16> of 5,000), {BLOCKS} blocks"
+            for s, n in ROWS.items()},
 )
