@@ -404,9 +404,13 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         return pc.cast(pc.cast(col, pa.int64()), like)
     if isinstance(like, pa.BaseExtensionType) and not isinstance(t, pa.BaseExtensionType) \
             and not tensor.is_tensor(like):
-        # An extension type NumPy and pandas hold as its storage (arrow.json as text, arrow.bool8 as int8,
-        # floats where pandas met a null): the storage restored by these rules, then wrapped again.
-        storage = _restore_type(col, like.storage_type)
+        # An extension type NumPy and pandas hold as its storage (arrow.json as text, arrow.bool8 as bool or
+        # int8, floats of 0 / 1 where pandas met a null): wrapped again -- only from what its storage turns
+        # into on the way out, so that a column the function changed (ints times 10, text into a bool8
+        # column's place) stays what it returned.
+        if not _holds_storage_of(col, like.storage_type):
+            return col
+        storage = col
         if storage.type != like.storage_type:
             try:
                 storage = pc.cast(storage, like.storage_type, safe=True)
@@ -453,6 +457,23 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return col
+
+
+def _holds_storage_of(col: pa.Array | pa.ChunkedArray, storage: pa.DataType) -> bool:
+    """Whether ``col`` is what NumPy or pandas make of an extension column of ``storage`` on the way out."""
+    t = col.type
+    if t == storage:
+        return True
+    if _stringy(storage):
+        return _stringy(t)
+    if _binary(storage) or pa.types.is_fixed_size_binary(storage):
+        return _binary(t)
+    if storage == pa.int8():  # (arrow.bool8: NumPy gives bools, pandas int8, or floats where a row is null)
+        if pa.types.is_boolean(t):
+            return True
+        if pa.types.is_floating(t) and col.null_count:
+            return bool(pc.all(pc.is_in(pc.drop_null(col), value_set=pa.array([0.0, 1.0], t))).as_py())
+    return False
 
 
 def _stringy(t: pa.DataType) -> bool:

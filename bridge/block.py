@@ -283,10 +283,14 @@ def _widening(table: Block, step: Callable[[Block], Block]) -> Block:
         try:
             return step(table)
         except pa.ArrowInvalid as err:
-            if "larger index type" not in str(err):
+            if not _too_narrow(err):
                 raise
-            table = _wider_dictionaries(table)
+            table = _wider_dictionaries(table, step)
     return step(table)
+
+
+def _too_narrow(err: BaseException) -> bool:
+    return "larger index type" in str(err)
 
 
 def _has_dictionary(t: pa.DataType) -> bool:
@@ -305,13 +309,21 @@ def _wider_index(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _wider_dictionaries(table: Block) -> Block:
-    """``table`` with the indices of every dictionary in it widened one step (``int8`` .. ``int16`` -> ``int32``
-    -> ``int64``): the values unchanged."""
+def _wider_dictionaries(table: Block, step: Callable[[Block], Block]) -> Block:
+    """``table`` with the indices of each dictionary column that ``step`` fails on for being too narrow widened
+    one step (``int8`` .. ``int16`` -> ``int32`` -> ``int64``): the values unchanged, the other columns as they
+    were (so that blocks agree on the widths wherever they can)."""
     for i, field in enumerate(table.schema):
-        if _has_dictionary(field.type):
-            wide = _wider_index(field.type)
-            table = table.set_column(i, field.with_type(wide), table.column(i).cast(wide))
+        if not _has_dictionary(field.type):
+            continue
+        try:
+            step(pa.Table.from_arrays([table.column(i)], names=[field.name]))
+            continue
+        except pa.ArrowInvalid as err:
+            if not _too_narrow(err):
+                raise
+        wide = _wider_index(field.type)
+        table = table.set_column(i, field.with_type(wide), table.column(i).cast(wide))
     return table
 
 

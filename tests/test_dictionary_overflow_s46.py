@@ -87,3 +87,34 @@ def test_helpers_widen_only_where_needed() -> None:
     combined = combine_chunks(nested)
     assert combined.column("l").num_chunks == 1
     assert combined.column("l").to_pylist() == nested.column("l").to_pylist()
+
+
+# ----------------------------------------------------------------- after review
+
+
+def test_only_the_column_that_overflows_widens() -> None:
+    from bridge.block import combine_chunks, unify_dictionaries
+
+    def three(prefix: str) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(pa.array([i % 3 for i in range(100)], pa.int8()),
+                                              pa.array([f"{prefix}{i}" for i in range(3)]))
+
+    t = pa.table({"small": pa.chunked_array([three("a"), three("b")]),
+                  "over": pa.chunked_array([_labels("s"), _labels("t")])})
+    for out in (unify_dictionaries(t), combine_chunks(t)):
+        assert out.schema.field("small").type.index_type == pa.int8()
+        assert out.schema.field("over").type.index_type == pa.int32()
+        assert out.to_pylist() == t.to_pylist()
+
+
+def test_sort_with_boundaries_over_blocks_of_two_index_widths() -> None:
+    wide_values = pa.array([f"k{i:03d}" for i in range(300)])
+    narrow = pa.DictionaryArray.from_arrays(pa.array([0, 5, 9], pa.int8()), wide_values.slice(0, 10))
+    wide = pa.DictionaryArray.from_arrays(pa.array(range(260, 270), pa.int32()), wide_values)
+    ds = bridge.from_arrow(pa.table({"c": narrow})).union(bridge.from_arrow(pa.table({"c": wide})))
+    out = ds.sort("c", boundaries=["k100"]).materialize()
+    assert [r["c"] for r in out.take_all()] == ["k000", "k005", "k009", *(f"k{i}" for i in range(260, 270))]
+    first = out.to_arrow_refs()[0]
+    import ray
+
+    assert max(ray.get(first).column("c").to_pylist()) < "k100"  # the first range holds only keys below it

@@ -47,3 +47,21 @@ def test_a_value_the_storage_cannot_hold_stays_as_computed() -> None:
     out = bridge.from_arrow(t).map_batches(lambda b: {"c": b["c"].astype("int64") * 200}).to_arrow()
     assert out.column("c").to_pylist() == [200, 0, 0]
     assert out.schema.field("c").type == pa.int64()
+
+
+# ----------------------------------------------------------------- after review: what the function changed stays
+
+
+def test_a_changed_column_is_not_wrapped_again() -> None:
+    import numpy as np
+
+    t = pa.table({"b": CASES["bool8"], "j": CASES["json"], "x": [1, 2, 3]})
+    ds = bridge.from_arrow(t)
+    times_ten = ds.map_batches(lambda d: {"b": d["b"].astype(np.int64) * 10}).to_arrow()
+    assert times_ten.schema.field("b").type == pa.int64() and times_ten.column("b").to_pylist() == [10, 0, 0]
+    floats = ds.map_batches(lambda d: {"b": np.array([0.0, 1.0, 1.0])}).to_arrow()
+    assert floats.schema.field("b").type == pa.float64()
+    ints = ds.map_batches(lambda d: {"j": np.array([17, 15, 3])}).to_arrow()
+    assert ints.schema.field("j").type == pa.int64() and ints.column("j").to_pylist() == [17, 15, 3]
+    scaled = ds.map_batches(lambda df: df.assign(b=df["b"].astype("float64") * 3), batch_format="pandas").to_arrow()
+    assert scaled.schema.field("b").type == pa.float64() and scaled.column("b").to_pylist() == [3.0, 0.0, 0.0]

@@ -50,8 +50,17 @@ def _sort_map(block: Block, index: int, bounds: pa.Table | None, sort_keys: Sort
         bound_type = bounds.schema.field(column).type
         if column in block.column_names and block.schema.field(column).type != bound_type:
             # Boundaries the column's type cannot hold as they are (see _boundary_table): compare by value, in theirs.
-            keyed = block.append_column(_CMP_KEY, block.column(column).cast(bound_type, safe=False))
-            pieces = exchange.range_split(keyed, bounds.rename_columns([_CMP_KEY]), [(_CMP_KEY, order)], n_out,
+            # A dictionary on either side compares by its values (blocks of one Dataset may index theirs with
+            # other widths: a cast between index types would wrap the indices, not compare the values).
+            key, bound = block.column(column), bounds.column(0)
+            if pa.types.is_dictionary(key.type):
+                key = key.cast(key.type.value_type)
+            if pa.types.is_dictionary(bound.type):
+                bound = bound.cast(bound.type.value_type)
+            if key.type != bound.type:
+                key = key.cast(bound.type, safe=False)
+            keyed = block.append_column(_CMP_KEY, key)
+            pieces = exchange.range_split(keyed, pa.table({_CMP_KEY: bound}), [(_CMP_KEY, order)], n_out,
                                           sort=False, ties_after=ties_after)
             return [p.drop_columns([_CMP_KEY]) for p in pieces]
     # The reducer sorts its range anyway; a single numeric key is placed by binary search alone.
