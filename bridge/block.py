@@ -241,6 +241,11 @@ def take_rows(block: Block, indices: pa.Array) -> Block:
     for dictionary columns whose chunks' values together outnumber their index type (:func:`unify_dictionaries`)."""
     if block.num_columns == 0:
         return table_without_columns(len(indices), block.schema.metadata)
+    try:
+        return block.take(indices)  # (pyarrow unifies differing dictionaries itself where their indices fit)
+    except pa.ArrowInvalid as err:
+        if not _too_narrow(err):
+            raise
     return unify_dictionaries(block).take(indices)
 
 
@@ -273,9 +278,12 @@ def combine_column(col: pa.ChunkedArray) -> pa.Array:
 
 def take_values(col: pa.ChunkedArray, indices: pa.Array) -> pa.Array:
     """``col.take(indices).combine_chunks()`` as :func:`combine_chunks` does it (rows of several dictionaries)."""
-    if _has_dictionary(col.type):
-        col = unify_dictionaries(pa.table({"c": col})).column(0)
-    return combine_column(col.take(indices))
+    try:
+        return combine_column(col.take(indices))
+    except pa.ArrowInvalid as err:
+        if not _too_narrow(err):
+            raise
+    return combine_column(unify_dictionaries(pa.table({"c": col})).column(0).take(indices))
 
 
 def _widening(table: Block, step: Callable[[Block], Block]) -> Block:
