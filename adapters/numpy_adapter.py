@@ -26,7 +26,8 @@ class NumpyAdapter:
 
     def from_dataset(self, ds: Any, *, column: str | None = None, **options: Any) -> Any:
         """All rows as a dict of ndarrays (or one ndarray for ``column``)."""
-        from bridge.batch import column_to_numpy, refuse_unions, to_numpy_batch
+        from bridge.arrow_values import refuse_unions
+        from bridge.batch import column_to_numpy, to_numpy_batch
 
         table = ds.to_arrow()
         if column is not None:

@@ -145,3 +145,28 @@ def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
                 return tensor.fixed_tensor_array(stacked)
         return tensor.variable_tensor_array(items)
     return pa.array(items)
+
+
+def refuse_unions(schema: pa.Schema, target: str) -> None:
+    """Raise :class:`~bridge.errors.UnsupportedTypeError` naming the first column of ``schema`` that is or holds a
+    union (NumPy and pandas have no such type: pyarrow's conversion fails without naming it)."""
+    for field in schema:
+        if has_union(field.type):
+            from bridge.errors import UnsupportedTypeError
+
+            msg = f"{target} has no union type: column {field.name!r} is {field.type}"
+            raise UnsupportedTypeError(msg, UNION_HINT)
+
+
+#: What to do with a union column where the target has no union type.
+UNION_HINT = ("use batch_format='pyarrow' (Arrow holds unions), or drop the column (ds.drop_columns([...])) or "
+              "split it into one column per member in a batch_format='pyarrow' map_batches step first")
+
+
+def has_union(t: pa.DataType) -> bool:
+    """Whether ``t`` is a union or holds one (in a list, struct, map or extension storage)."""
+    if pa.types.is_union(t):
+        return True
+    if isinstance(t, pa.BaseExtensionType):
+        return has_union(t.storage_type)
+    return any(has_union(t.field(i).type) for i in range(t.num_fields))

@@ -33,7 +33,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bridge import tensor
-from bridge.arrow_values import empty_array, fitted_array, is_list_like, object_column
+from bridge.arrow_values import (
+    UNION_HINT,
+    empty_array,
+    fitted_array,
+    has_union,
+    is_list_like,
+    object_column,
+    refuse_unions,
+)
 from bridge.block import Block, normalize_types, table_without_columns
 from bridge.text_objects import is_text, text_objects
 
@@ -103,10 +111,10 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
     if tensor.is_tensor(col.type):
         return tensor.tensor_to_numpy(col)
-    if _has_union(col.type):
+    if has_union(col.type):
         from bridge.errors import UnsupportedTypeError
 
-        raise UnsupportedTypeError(f"NumPy has no union type: a column is {col.type}", _UNION_HINT)
+        raise UnsupportedTypeError(f"NumPy has no union type: a column is {col.type}", UNION_HINT)
     if pa.types.is_run_end_encoded(col.type):
         # Decoded first, as a dictionary below: pyarrow's to_numpy of one holding a null gives floats.
         col = pc.run_end_decode(col)
@@ -200,29 +208,6 @@ def _nulls_below(arr: pa.Array) -> bool:
 def to_numpy_batch(block: Block) -> dict[str, np.ndarray]:
     refuse_unions(block.schema, "NumPy")
     return {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
-
-
-def refuse_unions(schema: pa.Schema, target: str) -> None:
-    """Raise :class:`~bridge.errors.UnsupportedTypeError` naming the first column of ``schema`` that is or holds a
-    union (NumPy and pandas have no such type: pyarrow's conversion fails without naming it)."""
-    for field in schema:
-        if _has_union(field.type):
-            from bridge.errors import UnsupportedTypeError
-
-            msg = f"{target} has no union type: column {field.name!r} is {field.type}"
-            raise UnsupportedTypeError(msg, _UNION_HINT)
-
-
-_UNION_HINT = ("use batch_format='pyarrow' (Arrow holds unions), or drop the column (ds.drop_columns([...])) or "
-               "split it into one column per member in a batch_format='pyarrow' map_batches step first")
-
-
-def _has_union(t: pa.DataType) -> bool:
-    if pa.types.is_union(t):
-        return True
-    if isinstance(t, pa.BaseExtensionType):
-        return _has_union(t.storage_type)
-    return any(_has_union(t.field(i).type) for i in range(t.num_fields))
 
 
 def to_pandas_batch(block: Block) -> pandas.DataFrame:

@@ -71,7 +71,7 @@ import pyarrow.compute as pc
 import ray
 
 from bridge import tensor
-from bridge.arrow_values import object_column
+from bridge.arrow_values import object_column, refuse_unions
 from bridge.block import Block
 from bridge.text_objects import MIN_ROWS, is_text, values_repeat
 
@@ -164,8 +164,6 @@ def block_to_pandas(block: Block, nullable: Collection[str] | None = None, *, sc
     read, such as Modin's partitions.
     A block with pandas metadata (from ``from_pandas``) gets its index back.
     """
-    from bridge.batch import refuse_unions
-
     refuse_unions(block.schema, "pandas")
     df = _block_to_pandas(block, nullable, strings, writable)
     if schema_attr:
