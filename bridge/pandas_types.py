@@ -97,18 +97,32 @@ def _has_nan(col: pa.ChunkedArray | pa.Array) -> bool:
 
 def column_needs_nullable(col: pa.ChunkedArray | pa.Array) -> bool:
     """A numeric or bool column that a NumPy dtype cannot hold exactly: it has nulls (or NaN, for floats)."""
-    if pa.types.is_run_end_encoded(col.type):
-        col = pc.run_end_decode(col)  # (its nulls are its values': the array itself counts none)
+    col = _plain_column(col)
     return _maskable(col.type) and (col.null_count > 0 or _has_nan(col))
 
 
+def _plain_column(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A run-end encoded column decoded (its nulls are its values': the array itself counts none); an
+    ``arrow.bool8`` column as the bools it means (pyarrow gives pandas its int8 storage, floats where a row
+    is null); anything else as it is."""
+    if pa.types.is_run_end_encoded(col.type):
+        return pc.run_end_decode(col)
+    if isinstance(col.type, pa.BaseExtensionType) and col.type.extension_name == "arrow.bool8":
+        return pc.cast(col, pa.bool_())
+    return col
+
+
 def run_ends_decoded(block: Block) -> Block:
-    """``block`` with its run-end encoded columns decoded: pandas and NumPy have no such type, and pyarrow's
-    own conversion of one holding a null gives floats (``2**53 + 1`` became ``2**53``); decoded, the values
-    follow their own type's rules.  (``from_pandas`` encodes them again from the schema a frame carries.)"""
+    """``block`` with its run-end encoded columns decoded and its ``arrow.bool8`` columns as bools (see
+    :func:`_plain_column`): pandas has no such types, and pyarrow's own conversion of a run-end encoded
+    column holding a null gives floats (``2**53 + 1`` became ``2**53``); plain, the values follow their own
+    type's rules (masked where there are nulls).  (``from_pandas`` restores the types from the schema a
+    frame carries.)"""
     for i, field in enumerate(block.schema):
-        if pa.types.is_run_end_encoded(field.type):
-            block = block.set_column(i, field.with_type(field.type.value_type), pc.run_end_decode(block.column(i)))
+        col = block.column(i)
+        plain = _plain_column(col)
+        if plain is not col:
+            block = block.set_column(i, field.with_type(plain.type), plain)
     return block
 
 

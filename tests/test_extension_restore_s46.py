@@ -65,3 +65,14 @@ def test_a_changed_column_is_not_wrapped_again() -> None:
     assert ints.schema.field("j").type == pa.int64() and ints.column("j").to_pylist() == [17, 15, 3]
     scaled = ds.map_batches(lambda df: df.assign(b=df["b"].astype("float64") * 3), batch_format="pandas").to_arrow()
     assert scaled.schema.field("b").type == pa.float64() and scaled.column("b").to_pylist() == [3.0, 0.0, 0.0]
+
+
+def test_bool8_is_bools_inside_pandas() -> None:
+    # pyarrow gave pandas the int8 storage (float64 with NaN where a row is null): bools, masked where null.
+    t = pa.table({"nulls": CASES["bool8_null"], "plain": CASES["bool8"]})
+    df = bridge.from_arrow(t).to_pandas()
+    assert str(df["nulls"].dtype) == "boolean" and df["plain"].dtype == bool
+    assert df["nulls"].tolist()[0] is True and df["nulls"].isna().tolist() == [False, True, False]
+    batch_types = bridge.from_arrow(t).map_batches(
+        lambda d: d.assign(seen=[f"{d['nulls'].dtype}/{d['plain'].dtype}"] * len(d)), batch_format="pandas")
+    assert batch_types.to_arrow().column("seen").to_pylist()[0] == "boolean/bool"
