@@ -273,7 +273,8 @@ def combine_column(col: pa.ChunkedArray) -> pa.Array:
     """``col.combine_chunks()`` as :func:`combine_chunks` does it."""
     if not _has_dictionary(col.type):
         return col.combine_chunks()
-    return combine_chunks(pa.table({"c": col})).column(0).chunk(0)
+    combined = combine_chunks(pa.table({"c": col})).column(0)
+    return combined.chunk(0) if combined.num_chunks else combined.combine_chunks()  # (no chunks: empty)
 
 
 def take_values(col: pa.ChunkedArray, indices: pa.Array) -> pa.Array:

@@ -72,7 +72,7 @@ import ray
 
 from bridge import tensor
 from bridge.arrow_values import object_column, refuse_unions
-from bridge.block import Block
+from bridge.block import Block, unify_dictionaries
 from bridge.text_objects import MIN_ROWS, is_text, values_repeat
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _plain_column(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array
     return col
 
 
-def run_ends_decoded(block: Block) -> Block:
+def _plain_columns(block: Block) -> Block:
     """``block`` with its run-end encoded columns decoded and its ``arrow.bool8`` columns as bools (see
     :func:`_plain_column`): pandas has no such types, and pyarrow's own conversion of a run-end encoded
     column holding a null gives floats (``2**53 + 1`` became ``2**53``); plain, the values follow their own
@@ -212,8 +212,6 @@ def _zoned_categorical(col: pa.ChunkedArray) -> Any:
     """A dictionary of zoned timestamps -> a Categorical whose categories keep the zone."""
     import pandas as pd
 
-    from bridge.block import unify_dictionaries
-
     col = unify_dictionaries(pa.table({"c": col})).column(0)
     t = col.type
     values = col.chunk(0).dictionary if col.num_chunks else pa.array([], t.value_type)
@@ -310,7 +308,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
         def mapper(t: pa.DataType) -> Any:
             return strings if t in (pa.string(), pa.large_string()) else None
 
-    block = run_ends_decoded(block)
+    block = _plain_columns(block)
     meta = block.schema.pandas_metadata
     index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
     entries = {e.get("field_name"): e for e in (meta or {}).get("columns", []) if isinstance(e, dict)}

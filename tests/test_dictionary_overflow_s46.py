@@ -118,3 +118,11 @@ def test_sort_with_boundaries_over_blocks_of_two_index_widths() -> None:
     import ray
 
     assert max(ray.get(first).column("c").to_pylist()) < "k100"  # the first range holds only keys below it
+
+
+def test_combine_column_of_no_chunks_is_empty() -> None:
+    from bridge.block import combine_column
+
+    for typ in (pa.dictionary(pa.int8(), pa.string()), pa.int64()):
+        out = combine_column(pa.chunked_array([], typ))
+        assert len(out) == 0 and out.type == typ

@@ -36,6 +36,7 @@ from bridge.io.parquet_schema import unify_file_schemas
 from bridge.io.partitioning import FileOrder, filter_files
 from bridge.io.paths import FileReadError, expand_paths
 from bridge.io.ray_tensor_files import TensorSource, convert_column, file_tensors, needs_conversion, refuse
+from bridge.text_objects import is_text
 
 _HINT = "the file is not Parquet or is truncated (an interrupted write?); delete or re-write it"
 #: Rows per record batch inside a task: large batches mean few chunks per block.
@@ -449,8 +450,7 @@ def _dictionary_value(t: pa.DataType) -> bool:
     dictionaries itself; nor nested or extension types, which Arrow does not dictionary-encode)."""
     if isinstance(t, pa.BaseExtensionType) or pa.types.is_dictionary(t) or t.num_fields or pa.types.is_null(t):
         return False
-    return not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
+    return not (is_text(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
 
 
 def encoded_columns(schema: pa.Schema) -> dict[str, pa.DictionaryType]:
@@ -588,14 +588,14 @@ class _ParquetRead:
     tensors: dict[str, dict[str, TensorSource]] = dataclasses.field(default_factory=dict)
 
     def __call__(self) -> Iterator[pa.Table]:
+        encoded = encoded_columns(self.schema)  # scanned as their values: pyarrow casts nothing to these
         for frag in self.fragments:
             tensors = self.tensors.get(frag.path, {})
             scan_schema = self.schema
             for name, source in tensors.items():
                 i = scan_schema.get_field_index(name)
                 scan_schema = scan_schema.set(i, pa.field(name, source.storage, scan_schema.field(i).nullable))
-            encoded = encoded_columns(self.schema)
-            scan_schema = values_schema(scan_schema)  # pyarrow casts nothing to a dictionary of numbers
+            scan_schema = values_schema(scan_schema)
             try:
                 table = frag.to_table(
                     schema=scan_schema, columns=self.columns, filter=self.filter, batch_size=_SCAN_BATCH_ROWS

@@ -35,8 +35,8 @@ def _table(n: int):
     })
 
 
-def _dataset(lib, scale: str):
-    table = _table(ROWS[scale])
+def _dataset(lib, scale: str, make_table=_table):
+    table = make_table(ROWS[scale])
     n = table.num_rows
     return lib.from_arrow([table.slice(i * n // BLOCKS, n // BLOCKS) for i in range(BLOCKS)]).materialize(), n
 
@@ -72,17 +72,18 @@ def _pyarrow_to_pandas(scale: str):
     return run
 
 
-def _numpy_batches(lib_name: str):
+def _numpy_batches(lib_name: str, make_table=_table, column: str = "text"):
     def setup(scale: str):
         import importlib
 
-        ds, n = _dataset(importlib.import_module(lib_name), scale)
+        ds, n = _dataset(importlib.import_module(lib_name), scale, make_table)
 
         def run() -> float:
             t = time.perf_counter()
             rows = 0
             for b in ds.iter_batches(batch_size=BATCH, batch_format="numpy", prefetch_batches=0):
-                rows += len(b["text"])
+                assert b[column].dtype == object
+                rows += len(b[column])
             assert rows == n
             return n / (time.perf_counter() - t)
 
@@ -111,47 +112,26 @@ BENCHMARK_NUMPY_BATCHES = Benchmark(
 )
 
 
-def _categorical_dataset(lib, scale: str):
+def _categorical_table(n: int):
     import numpy as np
     import pyarrow as pa
 
-    n = ROWS[scale]
     rng = np.random.default_rng(1)
     few = pa.array([f"category-{i:03d}" for i in range(100)])
     many = pa.array([f"user-{i:05d}@example.org" for i in range(5_000)])
-    table = pa.table({
+    return pa.table({
         "id": np.arange(n),
         "few": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 100, n).astype(np.int8)), few),
         "many": pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 5_000, n).astype(np.int16)), many),
     })
-    return lib.from_arrow([table.slice(i * n // BLOCKS, n // BLOCKS) for i in range(BLOCKS)]).materialize(), n
-
-
-def _categorical_batches(lib_name: str):
-    def setup(scale: str):
-        import importlib
-
-        ds, n = _categorical_dataset(importlib.import_module(lib_name), scale)
-
-        def run() -> float:
-            t = time.perf_counter()
-            rows = 0
-            for b in ds.iter_batches(batch_size=BATCH, batch_format="numpy", prefetch_batches=0):
-                assert b["few"].dtype == object
-                rows += len(b["few"])
-            assert rows == n
-            return n / (time.perf_counter() - t)
-
-        return run
-
-    return setup
 
 
 BENCHMARK_CATEGORICAL_BATCHES = Benchmark(
     name="categorical_numpy_batches",
     title=f"iter_batches({BATCH}, numpy) of dictionary (Categorical) text columns to the end",
     unit="rows/s",
-    contenders={"raybridge": _categorical_batches("bridge"), "ray_data": _categorical_batches("ray.data")},
+    contenders={"raybridge": _numpy_batches("bridge", _categorical_table, "few"),
+                "ray_data": _numpy_batches("ray.data", _categorical_table, "few")},
     params={s: f"{n:,} rows x (int64, dictionary<int8> of 100 labels, dictionary<int16> of 5,000), {BLOCKS} blocks"
             for s, n in ROWS.items()},
 )
