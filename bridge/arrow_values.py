@@ -21,13 +21,10 @@ def empty_array(t: pa.DataType) -> pa.Array:
     """An array of no rows of any type, extension types included."""
     if isinstance(t, pa.BaseExtensionType):  # (pyarrow's own fixed_shape_tensor too: pa.array fails on a
         return pa.ExtensionArray.from_storage(t, empty_array(t.storage_type))  # permuted one)
-    if pa.types.is_union(t):  # (pa.array builds no union)
+    if pa.types.is_union(t):  # (pa.array builds no union; from_sparse / from_dense drop a child's "not null")
         children = [empty_array(t.field(i).type) for i in range(t.num_fields)]
-        names = [t.field(i).name for i in range(t.num_fields)]
-        codes = pa.array([], pa.int8())
-        if t.mode == "sparse":
-            return pa.UnionArray.from_sparse(codes, children, names, list(t.type_codes))
-        return pa.UnionArray.from_dense(codes, pa.array([], pa.int32()), children, names, list(t.type_codes))
+        buffers = [None, pa.py_buffer(b"")] + ([pa.py_buffer(b"")] if t.mode == "dense" else [])
+        return pa.Array.from_buffers(t, 0, buffers, children=children)
     return pa.array([], type=t)
 
 

@@ -74,3 +74,13 @@ def test_write_csv_hint_still_offers_parquet(tmp_path: Any) -> None:
     ds = bridge.from_arrow(pa.table({"x": [7], "bad": pa.array([pa.MonthDayNano([1, 2, 3])])}))
     with pytest.raises(UnsupportedTypeError, match=r"(?s)'bad'.*write_parquet"):
         ds.write_csv(str(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("mode", ["sparse", "dense"])
+def test_an_empty_union_keeps_its_childrens_not_null_and_codes(mode: str) -> None:
+    t = pa.union([pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.list_(pa.field("v", pa.int8(), False)))],
+                 mode, type_codes=[3, 7])
+    empty = empty_array(t)
+    empty.validate(full=True)
+    assert empty.type == t and len(empty) == 0
+    assert not empty.type.field(0).nullable
