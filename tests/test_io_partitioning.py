@@ -271,3 +271,53 @@ def test_read_images_labels_each_image_from_its_directory(tmp_path):
             pil.fromarray(np.full((4, 4), shade + i, np.uint8)).save(tmp_path / f"label={label}" / f"{i}.png")
     rows = bridge.read_images(str(tmp_path), partitioning="hive", override_num_blocks=1).take_all()
     assert [(r["label"], int(r["image"][0, 0])) for r in rows] == [("cat", 10), ("cat", 11), ("dog", 200), ("dog", 201)]
+
+
+# ----------------------------------------------------------- directory names that hold their values exactly
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+@pytest.mark.parametrize("tz", [None, "UTC", "Asia/Kolkata"])
+def test_timestamp_partitions_of_every_unit_read_back_exactly(tmp_path, unit, tz):
+    # ms values were written with six decimals, which pyarrow does not parse as ms (unreadable layout);
+    # a seconds column came back as milliseconds (the schema file's Parquet types, not its Arrow ones).
+    t = pa.table({"k": pa.array([1, 2, None, 10**10], pa.timestamp(unit, tz)), "x": [1, 2, 3, 4]})
+    bridge.from_arrow(t).write_parquet(str(tmp_path / "d"), partition_cols=["k"])
+    back = bridge.read_parquet(str(tmp_path / "d")).to_arrow().sort_by("x")
+    assert back.schema.field("k").type == t.schema.field("k").type
+    assert back.column("k").equals(t.column("k"))
+
+
+@pytest.mark.parametrize("column", [
+    pa.array([1, 2001, None], pa.time32("ms")),
+    pa.array([1, 59, None], pa.time32("s")),
+    pa.array([86_400_000, 0, None], pa.date64()),
+    pa.array([1000, 2000, None], pa.time64("ns")),  # whole microseconds
+], ids=["time32-ms", "time32-s", "date64", "time64-ns-whole-us"])
+def test_time_and_date64_partitions_read_back_exactly(tmp_path, column):
+    t = pa.table({"k": column, "x": [1, 2, 3]})
+    bridge.from_arrow(t).write_parquet(str(tmp_path / "d"), partition_cols=["k"])
+    back = bridge.read_parquet(str(tmp_path / "d")).to_arrow().sort_by("x")
+    assert back.schema.field("k").type == column.type
+    assert back.column("k").equals(t.column("k"))
+
+
+def test_the_null_directorys_name_as_a_string_value_is_refused_not_read_as_null(tmp_path):
+    # It and a null shared a directory: the second file replaced the first (a row lost), or it read back as null.
+    t = pa.table({"k": ["__HIVE_DEFAULT_PARTITION__", None], "x": [1, 2]})
+    with pytest.raises(bridge.BridgeValueError, match=r"(?s)'k' holds __HIVE_DEFAULT_PARTITION__.*reads back "
+                                                      r"as null.*name of the null directory"):
+        bridge.from_arrow(t).write_parquet(str(tmp_path / "d"), partition_cols=["k"])
+
+
+def test_nanoseconds_a_directory_name_cannot_hold_are_refused(tmp_path):
+    # 1 ns and 2 ns were both named 00:00:00: one directory, one file, a row lost.
+    t = pa.table({"k": pa.array([1, 2], pa.time64("ns")), "x": [1, 2]})
+    with pytest.raises(bridge.BridgeValueError, match=r"(?s)'k' holds 00:00:00.* = 1 ns \(time64\[ns\]\).*Hint: cast"):
+        bridge.from_arrow(t).write_parquet(str(tmp_path / "d"), partition_cols=["k"])
+
+
+def test_a_partition_value_too_long_for_a_directory_name_is_a_bridge_error(tmp_path):
+    t = pa.table({"k": ["a" * 300, "b"], "x": [1, 2]})
+    with pytest.raises(bridge.BridgeValueError, match=r"(?s)302 bytes, over the 255.*Hint: partition by a shorter"):
+        bridge.from_arrow(t).write_parquet(str(tmp_path / "d"), partition_cols=["k"])

@@ -53,9 +53,9 @@ import pyarrow.fs as pafs
 
 from bridge import tensor
 from bridge.block import Block, concat_blocks
-from bridge.errors import BridgeError, UnsupportedTypeError
+from bridge.errors import BridgeError, BridgeValueError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
-from bridge.io.partitioning import SIDECAR, hive_text
+from bridge.io.partitioning import SIDECAR, partition_text, read_back
 from bridge.io.paths import DestinationExistsError, FileWriteError, data_files, resolve_filesystem
 
 MODES = ("overwrite", "append", "error", "ignore")
@@ -546,10 +546,10 @@ def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) ->
         raise BridgeError(msg, "leave at least one column out of partition_cols")
 
 
-def _hive_segment(name: str, value: Any) -> str:
+def _hive_segment(name: str, text: str) -> str:
     import urllib.parse
 
-    return f"{name}={urllib.parse.quote(hive_text(value), safe='')}"
+    return f"{name}={urllib.parse.quote(text, safe='')}"
 
 
 def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
@@ -571,14 +571,49 @@ def hive_pieces(table: Block, cols: list[str]) -> list[tuple[str, Block]]:
         # Compared as Arrow scalars of the column's type: a Python value may not say it all (a pandas
         # Timestamp's nanoseconds became microseconds, and rows matched no directory or the wrong one).
         scalars = [distinct.column(c)[i] for c in cols]
-        values = tuple(x.as_py() for x in scalars)
         mask = None
         for c, x in zip(cols, scalars):
             m = pc.is_null(columns[c]) if not x.is_valid else pc.fill_null(pc.equal(columns[c], x), False)
             mask = m if mask is None else pc.and_(mask, m)
         piece = table.filter(mask).drop_columns(cols)
-        out.append(("/" + "/".join(_hive_segment(c, v) for c, v in zip(cols, values)), piece))
+        out.append(("/" + "/".join(_checked_segment(c, x) for c, x in zip(cols, scalars)), piece))
     return out
+
+
+#: The longest file or directory name most file systems take (bytes).
+_NAME_MAX = 255
+
+
+def _checked_segment(name: str, scalar: pa.Scalar) -> str:
+    """``name=value`` for a directory, where ``read_parquet`` reads that name back as ``scalar``.
+
+    A value whose text says less than the value (a ``time64[ns]`` or ``timestamp[ns]`` whose
+    nanoseconds ``isoformat`` cannot write) or says something else (the string
+    ``__HIVE_DEFAULT_PARTITION__``, read as null) is refused: written, two values would share a
+    directory and the second file would replace the first, or the value would come back changed.
+    """
+    text = partition_text(scalar)
+    segment = _hive_segment(name, text)
+    if scalar.is_valid:
+        back = read_back(scalar.type, text)
+        if back is None or not pa.array([back], scalar.type).equals(pa.array([scalar], scalar.type)):
+            unit = getattr(scalar.type, "unit", None)  # (a time's nanoseconds do not show in its text)
+            count = pa.array([scalar]).view(pa.int64() if scalar.type.bit_width == 64 else pa.int32())[0] \
+                if unit else None
+            shown = f"{scalar} = {count} {unit}" if unit else str(scalar)
+            msg = (f"write_parquet(partition_cols=...): column {name!r} holds {shown} ({scalar.type}), whose "
+                   f"directory name {segment!r} reads back as {'null' if back is None else back}")
+            if pa.types.is_string(scalar.type) or pa.types.is_large_string(scalar.type):
+                hint = f"replace that value in {name!r} before writing: it is the name of the null directory"
+            else:
+                hint = (f"cast {name!r} to a type its directory names hold exactly (e.g. string, or a coarser "
+                        f"unit) before writing, or leave it out of partition_cols")
+            raise BridgeValueError(msg, hint)
+    if len(segment.encode()) > _NAME_MAX:
+        msg = (f"write_parquet(partition_cols=...): column {name!r} holds a value whose directory name is "
+               f"{len(segment.encode())} bytes, over the {_NAME_MAX} a file system allows")
+        raise BridgeValueError(msg, f"partition by a shorter column (a hash or a prefix of {name!r})")
+    return segment
 
 
 def new_write_id() -> str:

@@ -75,6 +75,21 @@ def hive_text(value: Any) -> str:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
+def partition_text(scalar: pa.Scalar) -> str:
+    """:func:`hive_text` of an Arrow scalar, at its type's precision: a millisecond timestamp or time
+    is written with three decimals (Python's ``isoformat`` writes six, which pyarrow does not parse
+    as milliseconds).
+
+    Example:
+        >>> partition_text(pa.scalar(1, pa.timestamp("ms")))
+        '1970-01-01T00:00:00.001'
+    """
+    t = scalar.type
+    if scalar.is_valid and (pa.types.is_timestamp(t) or pa.types.is_time(t)) and t.unit == "ms":
+        return str(scalar.as_py().isoformat(timespec="milliseconds"))
+    return hive_text(scalar.as_py())
+
+
 def parse_type(t: pa.DataType) -> pa.DataType:
     """The type a directory name is parsed as for a partition column of type ``t`` (the values are
     cast to ``t`` afterwards): ``pyarrow.dataset`` parses no decimal, duration or dictionary."""
@@ -335,6 +350,22 @@ def check_values(field: pa.Field, values: list[str], what: str, source: str) -> 
             raise SchemaMismatchError(msg, hint) from err
 
 
+def read_back(t: pa.DataType, text: str) -> pa.Scalar | None:
+    """What ``read_parquet`` reads the directory ``k=text`` of a partition column of type ``t`` as:
+    the scalar, ``None`` for the null directory or where the text does not parse as ``t``."""
+    import urllib.parse
+
+    field = pa.field("k", parse_type(t))
+    try:
+        keys = pds.get_partition_keys(pds.HivePartitioning(pa.schema([field])).parse(
+            f"/k={urllib.parse.quote(text, safe='')}/f"))
+        if keys.get("k") is None:
+            return None
+        return cast_partition(pa.array([keys["k"]], field.type), t)[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
 def _repeats(runs: list[tuple[Any, int]], type_: pa.DataType) -> pa.Array:
     """``value`` repeated ``n`` times for each ``(value, n)``, one array (no Python object per row)."""
     parts = [pa.repeat(pa.scalar(v, type_), n) for v, n in runs]
@@ -422,7 +453,7 @@ def sidecar_types(fs: Any, paths: list[str], what: str) -> tuple[dict[str, pa.Da
     import pyarrow.parquet as pq
 
     try:
-        schema = pq.read_schema(found, filesystem=fs)
+        schema = _written_types(pq.read_metadata(found, filesystem=fs))
     except (pa.ArrowInvalid, OSError) as err:
         from bridge.io.paths import FileReadError
 
@@ -430,3 +461,20 @@ def sidecar_types(fs: Any, paths: list[str], what: str) -> tuple[dict[str, pa.Da
         raise FileReadError(msg, f"delete {found!r} (it only records the partition columns' types) or "
                                  "re-write the data with write_parquet(partition_cols=...)") from err
     return {f.name: f.type for f in schema}, found
+
+
+def _written_types(metadata: Any) -> pa.Schema:
+    """The Arrow schema a Parquet metadata file was written with (its ``ARROW:schema``: a
+    ``timestamp[s]``, ``time32[s]`` or ``date64`` partition column is kept as that, where the
+    Parquet schema says milliseconds or days), else the one its Parquet schema reads as."""
+    import base64
+
+    raw = (metadata.metadata or {}).get(b"ARROW:schema")
+    if raw:
+        try:
+            written = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
+            if written.names == metadata.schema.to_arrow_schema().names:
+                return written
+        except (ValueError, pa.ArrowInvalid):
+            pass
+    return metadata.schema.to_arrow_schema()
