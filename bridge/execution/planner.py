@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from bridge.block import Block, BlockMetadata
 from bridge.context import DataContext
 from bridge.execution.actor_pool import build_actor_pool, fit_pools_to_cluster
 from bridge.execution.operators import AllToAllOp, InputOp, LimitOp, MapOp, PhysicalOp, UnionOp
 from bridge.execution.transform import BlockTransform
+from bridge.io.datasource import ReadTask
 from bridge.plan.logical import AllToAll, InputData, Limit, LogicalOp, MapLike, Read, Union
 
 
@@ -46,6 +50,63 @@ def _remote_args(op: MapLike) -> dict[str, object]:
     return args
 
 
+class _JoinedRead:
+    """The blocks of several read tasks, in order, from one task (picklable: a read task travels)."""
+
+    def __init__(self, tasks: list[ReadTask]) -> None:
+        self.tasks = tasks
+
+    def __call__(self) -> Iterator[Block]:
+        for task in self.tasks:
+            yield from task()
+
+
+def bundled_reads(tasks: list[ReadTask], min_rows: int) -> list[ReadTask]:
+    """Consecutive read tasks joined until each holds at least ``min_rows`` rows.
+
+    A map with a ``batch_size`` fused onto a read runs inside the read's tasks, so its batches
+    could not be larger than one task's rows: ``range(100, override_num_blocks=50)
+    .map_batches(fn, batch_size=10)`` called ``fn`` on 50 batches of 2 rows.  Ray Data bundles
+    a read's tasks up to the batch size by their row counts, and so does this: 10 batches of 10.
+    A task whose row count is not known before it runs (``0``: a CSV file) stays alone, as Ray
+    Data leaves it.
+
+    Example:
+        >>> from bridge.io.datasource import ReadTask, meta
+        >>> tasks = [ReadTask(lambda: iter(()), meta(n, 0)) for n in (2, 2, 0, 5, 1, 1)]
+        >>> [t.metadata.num_rows for t in bundled_reads(tasks, 4)]
+        [4, 0, 5, 2]
+    """
+    out: list[ReadTask] = []
+    group: list[ReadTask] = []
+
+    def flush() -> None:
+        if len(group) == 1:
+            out.append(group[0])
+        elif group:
+            metas = [t.metadata for t in group]
+            files = [f for m in metas for f in (m.input_files or ())]
+            out.append(ReadTask(_JoinedRead(list(group)), BlockMetadata(
+                num_rows=sum(m.num_rows for m in metas), size_bytes=sum(m.size_bytes for m in metas),
+                schema=next((m.schema for m in metas if m.schema is not None), None), input_files=files or None)))
+        group.clear()
+
+    rows = 0
+    for task in tasks:
+        if not task.metadata.num_rows:
+            flush()
+            out.append(task)
+            rows = 0
+            continue
+        group.append(task)
+        rows += task.metadata.num_rows
+        if rows >= min_rows:
+            flush()
+            rows = 0
+    flush()
+    return out
+
+
 def plan(op: LogicalOp, ctx: DataContext) -> list[PhysicalOp]:
     """The physical operators for ``op``, in topological order (the last one is the output)."""
     ops: list[PhysicalOp] = []
@@ -84,6 +145,8 @@ def _build(op: LogicalOp, ctx: DataContext, out: list[PhysicalOp]) -> PhysicalOp
         min_rows = max((m.min_rows_per_bundle or 0) for m in group) or None
         if isinstance(child, Read) and not (min_rows and any(m.bundle_after_read for m in group)):
             tasks = child.datasource.get_read_tasks(child.parallelism_for())
+            if min_rows:
+                tasks = bundled_reads(tasks, min_rows)
             phys = MapOp(f"{child.name}->{label}", [], transform, ctx, read_tasks=tasks,
                          remote_args=_remote_args(group[0]))
         else:
