@@ -303,7 +303,8 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         ``expr`` may also be a string in Python syntax, as in Ray Data: comparisons,
         ``and`` / ``or`` / ``not``, ``in (...)``, ``is None``, arithmetic (see
-        ``bridge/ops/string_expr.py``; numbers of two kinds compare exactly).  Where
+        ``bridge/ops/string_expr.py``; numbers of two kinds compare exactly), or a Ray
+        Data expression (``col("x") > 5`` from ``ray.data.expressions``).  Where
         the schema is known without running anything (materialized data, Parquet),
         an expression that cannot hold on it (a missing column, a string compared
         with a number, no condition) raises here, at the call.
@@ -324,6 +325,11 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             from bridge.ops.string_expr import parse_filter_expr
 
             expr = parse_filter_expr(expr)
+        elif expr is not None:
+            from bridge.ops.string_expr import is_ray_expr, ray_filter_expr
+
+            if is_ray_expr(expr):
+                expr = ray_filter_expr(expr)
         if fn is None:
             from bridge.ops.string_expr import expr_filter_transform
             from bridge.plan.schema import known_schema

@@ -13,9 +13,44 @@ if TYPE_CHECKING:
     from bridge.dataset import Dataset
 
 
+def from_ray_data(agg: Any, op: str) -> Any:
+    """Ray Data's own built-in aggregation (``ray.data.aggregate.Sum("x")``, ...) as this library's
+    equivalent with the same column, options and output name; anything else as it is."""
+    cls = type(agg)
+    if not cls.__module__.startswith("ray.data"):
+        return agg
+    from bridge.ops import aggregate as ours
+
+    name = cls.__name__
+    on: Any = getattr(agg, "_target_col_name", None)
+    alias = getattr(agg, "name", None)
+    nulls = getattr(agg, "_ignore_nulls", True)
+    if name in ("Count", "Sum", "Min", "Max", "Mean", "AbsMax", "ZeroPercentage", "CountDistinct", "AsList"):
+        return getattr(ours, name)(on=on, ignore_nulls=nulls, alias_name=alias)
+    if name in ("ValueCounter", "MissingValuePercentage"):
+        return getattr(ours, name)(on=on, alias_name=alias)
+    if name == "Std":
+        return ours.Std(on=on, ddof=agg._ddof, ignore_nulls=nulls, alias_name=alias)
+    if name == "Quantile":
+        return ours.Quantile(on=on, q=agg._q, ignore_nulls=nulls, alias_name=alias)
+    if name == "Unique" and str(getattr(agg, "_list_encoding_mode", None)) in ("None", "ListEncodingMode.FLATTEN"):
+        flatten = agg._list_encoding_mode is not None
+        return ours.Unique(on=on, ignore_nulls=nulls, alias_name=alias, encode_lists=flatten)
+    if name == "ApproximateQuantile":
+        return ours.ApproximateQuantile(on=on, quantiles=list(agg._quantiles),
+                                        quantile_precision=agg._quantile_precision, alias_name=alias)
+    if name == "ApproximateTopK":
+        return ours.ApproximateTopK(on=on, k=agg.k, log_capacity=agg._log_capacity, alias_name=alias,
+                                    encode_lists=agg._encode_lists)
+    msg = f"{op}: Ray Data's {name} ({agg!r}) has no equivalent here"
+    raise BridgeError(msg, "write it as a bridge.AggregateFn (init / accumulate_block / merge / finalize), or "
+                           "use one of bridge's aggregations: Count, Sum, Min, Max, Mean, Std, Quantile, ...")
+
+
 def check_aggs(op: str, aggs: tuple[AggregateFn, ...]) -> list[AggregateFn]:
     if not aggs:
         raise BridgeError(f"{op}: no aggregation given", "pass one or more, e.g. aggregate(Count(), Mean('x'))")
+    aggs = tuple(from_ray_data(a, op) for a in aggs)
     bad = [a for a in aggs if not isinstance(a, AggregateFn)]
     if bad:
         msg = f"{op}: expected AggregateFn objects (Count(), Sum('x'), ...); got {bad!r}"

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import ray
 
 from bridge.block import BlockMetadata
-from bridge.errors import BridgeError
+from bridge.errors import BridgeError, BridgeValueError
 from bridge.execution.bundle import RefBundle, slice_block
 from bridge.plan.logical import InputData
 
@@ -179,8 +179,13 @@ def train_test_split(
     if isinstance(test_size, float):
         hint = "pass a test_size that leaves rows on both sides, or a row count: train_test_split(1)"
         idx = _proportional_indices(f"train_test_split(test_size={test_size})", total, [1 - test_size], hint)
-    elif isinstance(test_size, int) and 0 <= test_size <= total:
+    elif isinstance(test_size, int) and 0 < test_size < total:
         idx = [total - test_size]
+    elif isinstance(test_size, int) and not isinstance(test_size, bool) and total:
+        # (Ray Data refuses these too: a split with an empty side is a mistake, as a fraction's is)
+        msg = f"train_test_split(test_size={test_size}): a row count must leave rows on both sides, 1..{total - 1} " \
+              f"for these {total} rows"
+        raise BridgeValueError(msg, "pass a row count between 1 and the row count minus 1, or a fraction such as 0.2")
     else:
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
         raise BridgeError(msg, "pass e.g. test_size=0.2")

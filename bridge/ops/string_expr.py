@@ -603,6 +603,13 @@ def ray_value_expr(expr: Any, call: str = "with_column") -> ValueExpr:
     return ValueExpr(text, root)
 
 
+def ray_filter_expr(expr: Any) -> FilterExpr:
+    """``filter(expr=col("x") > 5)``: a Ray Data expression as the condition of a :class:`FilterExpr`
+    (the nodes :func:`ray_value_expr` takes; a row where it is null is dropped, as in Ray Data)."""
+    root, text = _from_ray(expr, "filter")
+    return FilterExpr(text, root)
+
+
 def _from_ray(e: Any, call: str) -> tuple[_Node, str]:
     kind = type(e).__name__
     if kind == "AliasExpr":  # with_column names the column itself
@@ -808,4 +815,5 @@ def check_on_schema(transform: BlockTransform, schema: pa.Schema | None) -> pa.S
 
 
 __all__ = ["FilterExpr", "ValueExpr", "check_on_schema", "compare_exact", "expr_filter_transform", "is_ray_expr",
+           "ray_filter_expr",
            "parse_filter_expr", "parse_value_expr", "ray_value_expr", "value_expr", "with_column_transform"]
