@@ -92,7 +92,10 @@ def read_parquet(
             unified without changing a value (a column missing from a file is null there,
             int32 + int64 reads as int64); files that disagree otherwise (int64 vs string,
             naive vs zoned timestamps) raise ``SchemaMismatchError`` naming both files.
-        file_extensions: Only read files with these extensions in directories.
+        file_extensions: Only read files with these extensions in directories.  Default:
+            files a directory or glob holds with a Parquet extension (``.parquet``, ``.parq``,
+            ``.pq``), none (Hive's ``000000_0``) or a number, and files of another named kind
+            only where they are Parquet (a ``README.md`` beside the data is skipped).
         override_num_blocks: Number of read tasks (at most one per row group).
         include_paths: Add a ``path`` column (string) naming each row's file.
         partition_filter: A function of a file's Hive partition values as strings

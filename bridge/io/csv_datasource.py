@@ -55,6 +55,8 @@ class CSVFormat(FileFormat):
             return "skip" if skip else "error"
 
         parse = copy.copy(self.parse_options) if self.parse_options is not None else pcsv.ParseOptions()
+        if self.parse_options is None and path.lower().endswith(".tsv"):
+            parse.delimiter = "\t"  # a .tsv file's fields are tab-separated (it is read by default)
         parse.invalid_row_handler = on_invalid_row
         # One task reads serially: row numbers are then known, and Ray already runs tasks in parallel.
         read = copy.copy(self.read_options) if self.read_options is not None else pcsv.ReadOptions()
@@ -88,7 +90,7 @@ class CSVFormat(FileFormat):
                 table = pcsv.read_csv(f, read_options=read, parse_options=parse, convert_options=convert)
         except pa.ArrowInvalid as err:
             if self.schema is not None and "conversion error" in str(err):
-                raise self._conversion_error(fs, path, read, err) from err
+                raise self._conversion_error(fs, path, read, err, parse) from err
             if bad and not skip:
                 row = bad[-1]
                 line = f"line {row.number}" if row.number is not None else "a line"
@@ -144,7 +146,8 @@ class CSVFormat(FileFormat):
                 table = table.set_column(table.schema.get_field_index(name), name, col)
         return table
 
-    def _conversion_error(self, fs: pafs.FileSystem, path: str, read: Any, err: pa.ArrowInvalid) -> FileReadError:
+    def _conversion_error(self, fs: pafs.FileSystem, path: str, read: Any, err: pa.ArrowInvalid,
+                          parse: Any) -> FileReadError:
         """Arrow's "In CSV column #1: ... conversion error to uint8" -> an error naming the column."""
         import re
 
@@ -152,7 +155,9 @@ class CSVFormat(FileFormat):
         name = None
         if match:
             with fs.open_input_stream(path) as f:
-                names = pcsv.open_csv(f, read_options=read, parse_options=self.parse_options).schema.names
+                probe = copy.copy(parse)
+                probe.invalid_row_handler = None
+                names = pcsv.open_csv(f, read_options=read, parse_options=probe).schema.names
             index = int(match.group(1))
             name = names[index] if index < len(names) else None
         schema = self.schema

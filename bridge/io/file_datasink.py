@@ -110,10 +110,55 @@ def _check_flat(table: Block, fmt: str) -> None:
             raise UnsupportedTypeError(msg, hint)
 
 
+def _offsets_with_seconds(col: Any) -> bool:
+    """Whether a zoned timestamp column holds a value whose UTC offset is not whole minutes there
+    (local mean time before ~1900, Amsterdam before 1937, ...)."""
+    import pyarrow.compute as pc
+
+    t = col.type
+    naive = pa.timestamp(t.unit)
+    offsets = pc.subtract(pc.cast(pc.local_timestamp(col), pa.int64()), pc.cast(pc.cast(col, naive), pa.int64()))
+    per_minute = 60 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
+    values = np.asarray(offsets.fill_null(0) if hasattr(offsets, "fill_null") else offsets)
+    return bool(np.any(values % per_minute))
+
+
+class CsvWriteOptions:
+    """``pyarrow.csv.WriteOptions`` as its settings, which travel to a write task (the object itself
+    cannot be pickled: ``write_csv(write_options=WriteOptions(delimiter=";"))`` failed to start)."""
+
+    _FIELDS = ("include_header", "batch_size", "delimiter", "quoting_style", "quoting_header", "eol", "null_string")
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+
+    @classmethod
+    def of(cls, options: Any) -> Any:
+        import pyarrow.csv as pcsv
+
+        if not isinstance(options, pcsv.WriteOptions):
+            return options  # (pyarrow's to refuse)
+        return cls({f: getattr(options, f) for f in cls._FIELDS if hasattr(options, f)})
+
+    def build(self) -> Any:
+        import pyarrow.csv as pcsv
+
+        return pcsv.WriteOptions(**self.settings)
+
+
 def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
     import pyarrow.csv as pcsv
 
     _check_flat(table, "csv")
+    if isinstance(options.get("write_options"), CsvWriteOptions):
+        options = {**options, "write_options": options["write_options"].build()}
+    for i, field in enumerate(table.schema):
+        t = field.type
+        if pa.types.is_timestamp(t) and t.tz and _offsets_with_seconds(table.column(i)):
+            # Arrow writes local time with the offset cut to minutes ("+0019" for +00:19:32): the value read
+            # back would be off by those seconds. The same instants in UTC are exact (schema= gives the zone).
+            utc = pa.timestamp(t.unit, "UTC")
+            table = table.set_column(i, field.with_type(utc), table.column(i).cast(utc))
     pcsv.write_csv(table, stream, **options)
 
 
@@ -122,6 +167,11 @@ def _json_default(value: Any) -> Any:
     import datetime
     import decimal
 
+    if isinstance(value, datetime.datetime) and value.utcoffset() is not None and \
+            value.utcoffset().total_seconds() % 60:  # type: ignore[union-attr]
+        # An offset with seconds (local mean time before ~1900, Amsterdam before 1937): ISO text with
+        # "+00:19:32" is not read back; the same instant in UTC is (schema= gives the zone back).
+        return value.astimezone(datetime.timezone.utc).isoformat()
     if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
@@ -135,20 +185,33 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write a {type(value).__name__} as JSON")
 
 
+def _json_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with what JSON does not hold exactly replaced, at any depth: a time by its text (all the
+    digits: Python's time stops at microseconds), a duration by the count of its unit, a map by a
+    list of ``{"key": k, "value": v}`` objects (see :func:`_write_json`)."""
+    if pa.types.is_time(t):
+        return pa.string()
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_map(t):
+        return pa.list_(pa.struct([pa.field("key", _json_type(t.key_type), nullable=False),
+                                   pa.field("value", _json_type(t.item_type))]))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        field = t.value_field.with_type(_json_type(t.value_type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(field, t.list_size)
+        return pa.large_list(field) if pa.types.is_large_list(t) else pa.list_(field)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_json_type(f.type)) for f in t])
+    return t
+
+
 def _json_ready(col: pa.Array) -> pa.Array:
-    """A column whose Python values JSON would not hold exactly -> one it does (see :func:`_write_json`)."""
+    """A column whose Python values JSON would not hold exactly -> one it does (:func:`_json_type`)."""
     import pyarrow.compute as pc
 
-    t = col.type
-    if pa.types.is_time(t):
-        return pc.cast(col, pa.string())  # all the digits (Python's time stops at microseconds)
-    if pa.types.is_duration(t):
-        return pc.cast(col, pa.int64())
-    if pa.types.is_map(t):
-        flat = pa.concat_arrays([col]) if col.offset else col
-        entries = pa.StructArray.from_arrays([flat.keys, flat.items], names=["key", "value"])
-        return pa.ListArray.from_arrays(flat.offsets, entries, mask=flat.is_null())
-    return col
+    target = _json_type(col.type)
+    return col if target == col.type else pc.cast(col, target)
 
 
 def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
@@ -161,8 +224,7 @@ def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
     one of them back as its type.
     """
     tensor_cols = [f.name for f in table.schema if tensor.is_tensor(f.type)]
-    special = [f.name for f in table.schema
-               if pa.types.is_time(f.type) or pa.types.is_duration(f.type) or pa.types.is_map(f.type)]
+    special = [f.name for f in table.schema if _json_type(f.type) != f.type]
     for batch in table.to_batches(max_chunksize=4096):
         for name in special:
             i = batch.schema.get_field_index(name)
@@ -172,7 +234,10 @@ def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
             values = tensor.tensor_to_numpy(batch.column(name))
             for row, v in zip(rows, values):
                 row[name] = None if v is None else v.tolist()
-        lines = "".join(json.dumps(r, default=_json_default, **options) + "\n" for r in rows)
+        try:
+            lines = "".join(json.dumps(r, default=_json_default, **options) + "\n" for r in rows)
+        except (TypeError, ValueError, OverflowError) as err:  # a value JSON cannot hold: the data, not the disk
+            raise pa.ArrowInvalid(f"{type(err).__name__}: {err}") from err
         stream.write(lines.encode("utf-8"))
 
 
@@ -515,10 +580,27 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
     if column not in table.column_names:
         msg = f"write_numpy: no column {column!r}; the Dataset has {table.column_names}"
         raise BridgeError(msg, "pass column= one of those names")
-    arr = column_to_numpy(table.column(column))
+    col = table.column(column)
+    t = col.type
+    if pa.types.is_timestamp(t) and t.tz:
+        msg = f"write_numpy: column {column!r} ({t}): a .npy file's datetime64 holds no time zone"
+        raise UnsupportedTypeError(msg, f"cast it to timestamp('{t.unit}') first (the same instants, in UTC: "
+                                        f"pc.cast(t[{column!r}], pa.timestamp('{t.unit}')) in map_batches), "
+                                        f"or use write_parquet, which keeps the zone")
+    arr = column_to_numpy(col)
     if arr.dtype == object:
-        msg = f"write_numpy: column {column!r} ({table.schema.field(column).type}) has rows of different shapes or nulls"
-        raise UnsupportedTypeError(msg, "a .npy file holds one dense array; pad or resize the rows first")
+        value_type = t.value_type if pa.types.is_dictionary(t) else t
+        if _is_binary(value_type) or pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \
+                or pa.types.is_string_view(value_type) or pa.types.is_decimal(value_type):
+            why = "holds text, bytes or decimals, which a .npy file stores only as pickled Python objects"
+            hint = "cast it to a number type first, or use write_parquet / write_json, which hold it as it is"
+        elif col.null_count:
+            why = f"has {col.null_count} null row(s), which a dense .npy array cannot hold"
+            hint = "fill them first (ds.map_batches with pc.fill_null), or use write_parquet, which keeps nulls"
+        else:
+            why = "has rows of different shapes"
+            hint = "a .npy file holds one dense array; pad or resize the rows first, or use write_parquet"
+        raise UnsupportedTypeError(f"write_numpy: column {column!r} ({t}) {why}", hint)
     buf = io.BytesIO()
     np.save(buf, arr, allow_pickle=False)
     stream.write(buf.getvalue())

@@ -34,7 +34,7 @@ from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
 from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
 from bridge.io.partitioning import FileOrder, filter_files
-from bridge.io.paths import FileReadError, expand_paths
+from bridge.io.paths import FileReadError, expand_paths, looks_like_parquet
 from bridge.io.ray_tensor_files import TensorSource, convert_column, file_tensors, needs_conversion, refuse
 from bridge.text_objects import is_text
 
@@ -94,7 +94,8 @@ class ParquetDatasource(Datasource):
         shuffle: Any = None,
     ) -> None:
         self.include_paths = include_paths
-        self.filesystem, files = expand_paths(paths, filesystem, file_extensions, "read_parquet")
+        self.filesystem, files = expand_paths(paths, filesystem, file_extensions, "read_parquet",
+                                              listed=None if file_extensions else looks_like_parquet)
         files = filter_files(files, partition_filter, "read_parquet")
         self.order = FileOrder(shuffle, "read_parquet")
         self.filter = as_expression(filter)

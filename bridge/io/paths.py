@@ -17,6 +17,7 @@ import dataclasses
 import fnmatch
 import os
 import posixpath
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.fs as pafs
@@ -117,12 +118,14 @@ def expand_paths(
     filesystem: Any = None,
     extensions: tuple[str, ...] | None = None,
     what: str = "read",
+    listed: Callable[[pafs.FileSystem, FileEntry], bool] | None = None,
 ) -> tuple[pafs.FileSystem, list[FileEntry]]:
     """Every file named by ``paths`` (files, directories, globs), in a stable order.
 
     Directories are listed recursively and sorted, so block order is the same
     on every run.  ``extensions`` filters directory listings and globs (a file
-    named explicitly is always read).
+    named explicitly is always read), and so does ``listed(fs, file)`` where given
+    (``read_parquet`` passes :func:`looks_like_parquet`).
 
     Raises:
         PathNotFoundError: a path does not exist, or nothing matched.
@@ -140,7 +143,10 @@ def expand_paths(
         elif type(item_fs) is not type(fs):
             msg = f"{what}() got paths on different filesystems: {items[0]!r} and {item!r}"
             raise BridgeError(msg, "read each filesystem separately and combine with ds1.union(ds2)")
-        files.extend(_expand_one(item_fs, path, str(item), extensions, what))
+        found = _expand_one(item_fs, path, str(item), extensions, what)
+        if listed is not None and not (len(found) == 1 and found[0].path == path):  # (a file named: read)
+            found = [f for f in found if listed(item_fs, f)]
+        files.extend(found)
     assert fs is not None
     if not files:
         shown = items if len(items) <= 3 else [*items[:3], "..."]
@@ -148,6 +154,27 @@ def expand_paths(
         msg = f"{what}(): no files{ext} found under {shown}"
         raise PathNotFoundError(msg, "check the path; files whose name starts with '.' or '_' are skipped")
     return fs, files
+
+
+#: Names Parquet files end with (Spark's ``.snappy.parquet`` too); a file without an extension
+#: (Hive's ``000000_0``) is taken as one as well.
+PARQUET_SUFFIXES = ("parquet", "parq", "pq")
+
+
+def looks_like_parquet(fs: pafs.FileSystem, entry: FileEntry) -> bool:
+    """Whether a file found in a directory or by a glob is read as Parquet: its name has no
+    extension, a Parquet one, or a number after its last dot; a file of another named kind
+    (``README.md``, ``notes.txt``) only where it begins with Parquet's magic bytes ``PAR1``
+    (a data file with an unusual name is still read; nothing else is)."""
+    name = entry.path.rsplit("/", 1)[-1]
+    _, dot, ext = name.rpartition(".")
+    if not dot or not ext.isalpha() or ext.lower() in PARQUET_SUFFIXES:
+        return True
+    try:
+        with fs.open_input_file(entry.path) as f:
+            return bool(f.read(4) == b"PAR1")
+    except OSError:
+        return True  # the reader says what is wrong with it
 
 
 def _expand_one(

@@ -149,6 +149,10 @@ class WriteMethods(DatasetMixin):
             raise BridgeValueError(msg, "pass e.g. min_rows_per_file=100_000, or leave it unset for one file "
                                         "per block")
         _check_options(fmt, options)
+        if fmt == "csv" and "write_options" in options:
+            from bridge.io.file_datasink import CsvWriteOptions
+
+            options = {**options, "write_options": CsvWriteOptions.of(options["write_options"])}
         if filename_provider is not None and not (hasattr(filename_provider, "get_filename_for_task")
                                                   or hasattr(filename_provider, "get_filename_for_block")):
             from bridge.errors import BridgeTypeError
