@@ -79,3 +79,13 @@ def test_train_test_split_with_a_count_that_empties_a_side_is_refused(n):
 def test_train_test_split_with_a_count_cuts_the_last_rows():
     train, test = bridge.range(10).train_test_split(3)
     assert [r["id"] for r in test.take_all()] == [7, 8, 9] and train.count() == 7
+
+
+def test_sum_and_mean_without_on_leave_a_categorical_column_out():
+    # default_columns took the dictionary column, and Sum refused it: ds.sum() raised on the table.
+    t = pa.table({"c": pa.array([3, 1]).dictionary_encode(), "x": [1.0, 2.0], "k": [1, 1]})
+    ds = bridge.from_arrow([t])
+    assert ds.sum() == {"sum(x)": 3.0, "sum(k)": 2}
+    assert ds.mean() == {"mean(x)": 1.5, "mean(k)": 1.0}
+    assert ds.min() == {"min(c)": 1, "min(x)": 1.0, "min(k)": 1}  # min / max take it (its values)
+    assert ds.groupby("k").mean().take_all() == [{"k": 1, "mean(x)": 1.5}]

@@ -357,14 +357,16 @@ def default_columns(schema: pa.Schema | None, op: str) -> list[str]:
     """The columns ``ds.sum()`` / ``groupby(k).mean()`` ... use when no ``on`` is given.
 
     Numeric, boolean, decimal and all-null columns for every operation; ``min`` and
-    ``max`` also take strings, binaries and temporal columns.  (Ray Data tries every
-    column and fails on the first that the operation cannot handle.)
+    ``max`` also take strings, binaries, temporal and dictionary (categorical) columns.
+    (Ray Data tries every column and fails on the first that the operation cannot handle.)
     """
     if schema is None:
         return []
 
     def fits(t: pa.DataType) -> bool:
         if pa.types.is_dictionary(t):
+            if op not in _ORDERABLE_OPS:
+                return False  # a category is a label: no sum or mean of it (pandas refuses one too)
             t = t.value_type
         if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)
                 or pa.types.is_null(t)):
@@ -766,9 +768,12 @@ def _decimal_means(total: pa.Array, count: pa.Array) -> pa.Array:
 class Std(_Builtin):
     """Standard deviation of ``on`` (``ddof=1`` like pandas), merged exactly.
 
-    Each block keeps (count, mean, M2) per group; the merge uses the parallel
-    formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)`` in NumPy over group
-    ids, which stays accurate when the mean is large against the spread.  A group
+    Each block keeps (count, mean, M2) per group, M2 from Arrow's variance kernel; the
+    merge uses the parallel formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)``
+    in NumPy over group ids.  Arrow's kernel loses precision as the mean grows against
+    the spread: values of mean ``1e12`` and spread ``0.5`` give a std about ``1e-6``
+    off in relative terms (pandas: ``1e-9``); subtract a constant near the values
+    first where that matters (the std does not change).  A group
     of no more than ``ddof`` values gives NaN (as Ray Data, pandas and NumPy), one
     of no value null.
 
