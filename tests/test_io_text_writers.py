@@ -93,3 +93,26 @@ def test_a_tsv_file_is_read_with_tabs(tmp_path):
     path = tmp_path / "t.tsv"
     path.write_text("a\tb\n1\tx,y\n2\tz\n")
     assert bridge.read_csv(str(tmp_path)).take_all() == [{"a": 1, "b": "x,y"}, {"a": 2, "b": "z"}]
+
+
+def test_a_tsv_gz_file_is_read_with_tabs_too(tmp_path):
+    import gzip
+
+    with gzip.open(tmp_path / "t.tsv.gz", "wt") as f:
+        f.write("a\tb\n1\t2\n")
+    assert bridge.read_csv(str(tmp_path)).take_all() == [{"a": 1, "b": 2}]
+
+
+def test_a_dictionary_of_nanosecond_times_keeps_its_digits_in_json(tmp_path):
+    t = pa.table({"t": pa.array([1, 86_399_999_999_999, 1], pa.time64("ns")).dictionary_encode()})
+    bridge.from_arrow(t).write_json(str(tmp_path / "d"))
+    back = bridge.read_json(str(tmp_path / "d"), schema=pa.schema([("t", pa.time64("ns"))])).to_arrow()
+    assert back.column("t").to_pylist() == t.column("t").cast(pa.time64("ns")).to_pylist()
+    assert back.column("t").cast(pa.int64()).to_pylist() == [1, 86_399_999_999_999, 1]
+
+
+def test_a_directory_of_no_parquet_says_what_it_left_out(tmp_path):
+    for i in range(3):
+        (tmp_path / f"f{i}.json").write_text('{"x": 1}\n')
+    with pytest.raises(bridge.BridgeError, match=r"(?s)3 file\(s\) there are not of the format.*file_extensions"):
+        bridge.read_parquet(str(tmp_path))

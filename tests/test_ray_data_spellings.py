@@ -89,3 +89,8 @@ def test_sum_and_mean_without_on_leave_a_categorical_column_out():
     assert ds.mean() == {"mean(x)": 1.5, "mean(k)": 1.0}
     assert ds.min() == {"min(c)": 1, "min(x)": 1.0, "min(k)": 1}  # min / max take it (its values)
     assert ds.groupby("k").mean().take_all() == [{"k": 1, "mean(x)": 1.5}]
+
+
+def test_train_test_split_of_too_few_rows_says_so():
+    with pytest.raises(ValueError, match=r"has 0 row\(s\), too few to split in two"):
+        bridge.range(0).train_test_split(0)

@@ -37,7 +37,7 @@ class CSVFormat(FileFormat):
     schema: pa.Schema | None = None
 
     name = "CSV"
-    extensions = ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv")
+    extensions = ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv", "tsv.gz", "tsv.bz2", "tsv.zst")
     inflation = 1.0
     hint = "check the delimiter (parse_options=pyarrow.csv.ParseOptions(delimiter=...)) and the header"
 
@@ -55,7 +55,7 @@ class CSVFormat(FileFormat):
             return "skip" if skip else "error"
 
         parse = copy.copy(self.parse_options) if self.parse_options is not None else pcsv.ParseOptions()
-        if self.parse_options is None and path.lower().endswith(".tsv"):
+        if self.parse_options is None and path.lower().endswith((".tsv", ".tsv.gz", ".tsv.bz2", ".tsv.zst")):
             parse.delimiter = "\t"  # a .tsv file's fields are tab-separated (it is read by default)
         parse.invalid_row_handler = on_invalid_row
         # One task reads serially: row numbers are then known, and Ray already runs tasks in parallel.

@@ -110,13 +110,22 @@ def _check_flat(table: Block, fmt: str) -> None:
             raise UnsupportedTypeError(msg, hint)
 
 
+#: 1973-01-01 in seconds since the epoch: no zone's UTC offset has had seconds since.
+_WHOLE_MINUTES_SINCE = 94_694_400
+
+
 def _offsets_with_seconds(col: Any) -> bool:
     """Whether a zoned timestamp column holds a value whose UTC offset is not whole minutes there
     (local mean time before ~1900, Amsterdam before 1937, ...)."""
     import pyarrow.compute as pc
 
     t = col.type
+    if t.tz.upper() in ("UTC", "Z", "ETC/UTC", "GMT") or re.fullmatch(r"[+-]\d\d:\d\d", t.tz):
+        return False  # a fixed offset of whole minutes
     naive = pa.timestamp(t.unit)
+    earliest = pc.min(col).cast(naive).cast(pa.int64()).as_py()
+    if earliest is None or earliest >= _WHOLE_MINUTES_SINCE * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]:
+        return False  # every zone's offsets are whole minutes since 1972 (Liberia's -0:44:30 was the last)
     offsets = pc.subtract(pc.cast(pc.local_timestamp(col), pa.int64()), pc.cast(pc.cast(col, naive), pa.int64()))
     per_minute = 60 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
     values = np.asarray(offsets.fill_null(0) if hasattr(offsets, "fill_null") else offsets)
@@ -193,6 +202,8 @@ def _json_type(t: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_duration(t):
         return pa.int64()
+    if pa.types.is_dictionary(t) and _json_type(t.value_type) != t.value_type:
+        return _json_type(t.value_type)  # (decoded: its values written as the values' type is)
     if pa.types.is_map(t):
         return pa.list_(pa.struct([pa.field("key", _json_type(t.key_type), nullable=False),
                                    pa.field("value", _json_type(t.item_type))]))
@@ -229,12 +240,13 @@ def _write_json(table: Block, stream: Any, options: dict[str, Any]) -> None:
         for name in special:
             i = batch.schema.get_field_index(name)
             batch = batch.set_column(i, name, _json_ready(batch.column(i)))
-        rows = pa.Table.from_batches([batch]).drop_columns(tensor_cols).to_pylist() if tensor_cols else batch.to_pylist()
-        for name in tensor_cols:
-            values = tensor.tensor_to_numpy(batch.column(name))
-            for row, v in zip(rows, values):
-                row[name] = None if v is None else v.tolist()
         try:
+            rows = pa.Table.from_batches([batch]).drop_columns(tensor_cols).to_pylist() if tensor_cols \
+                else batch.to_pylist()
+            for name in tensor_cols:
+                values = tensor.tensor_to_numpy(batch.column(name))
+                for row, v in zip(rows, values):
+                    row[name] = None if v is None else v.tolist()
             lines = "".join(json.dumps(r, default=_json_default, **options) + "\n" for r in rows)
         except (TypeError, ValueError, OverflowError) as err:  # a value JSON cannot hold: the data, not the disk
             raise pa.ArrowInvalid(f"{type(err).__name__}: {err}") from err
@@ -746,7 +758,8 @@ def prepare_directory(path: Any, filesystem: Any, mode: str, prefix: str, ext: s
 
 #: What a read of each written format takes for its data, by file ending (``read_csv`` of a directory
 #: reads these; ``read_parquet`` reads every file, but only these can be Parquet written by anyone).
-_DATA_ENDINGS = {"parquet": ("parquet",), "csv": ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv"),
+_DATA_ENDINGS = {"parquet": ("parquet",), "csv": ("csv", "csv.gz", "csv.bz2", "csv.zst", "tsv", "tsv.gz", "tsv.bz2",
+                                                   "tsv.zst"),
                  "json": ("json", "jsonl", "ndjson", "json.gz", "jsonl.gz"), "numpy": ("npy",)}
 
 

@@ -136,6 +136,7 @@ def expand_paths(
         raise PathNotFoundError(msg, "pass at least one file, directory or glob")
     fs: pafs.FileSystem | None = None
     files: list[FileEntry] = []
+    left_out = 0  # files ``listed`` turned down
     for item in items:
         item_fs, path = resolve_filesystem(item, filesystem)
         if fs is None:
@@ -145,14 +146,20 @@ def expand_paths(
             raise BridgeError(msg, "read each filesystem separately and combine with ds1.union(ds2)")
         found = _expand_one(item_fs, path, str(item), extensions, what)
         if listed is not None and not (len(found) == 1 and found[0].path == path):  # (a file named: read)
-            found = [f for f in found if listed(item_fs, f)]
+            kept = [f for f in found if listed(item_fs, f)]
+            left_out += len(found) - len(kept)
+            found = kept
         files.extend(found)
     assert fs is not None
     if not files:
         shown = items if len(items) <= 3 else [*items[:3], "..."]
         ext = f" with extension {', '.join(extensions)}" if extensions else ""
         msg = f"{what}(): no files{ext} found under {shown}"
-        raise PathNotFoundError(msg, "check the path; files whose name starts with '.' or '_' are skipped")
+        hint = "check the path; files whose name starts with '.' or '_' are skipped"
+        if left_out:
+            msg += f" ({left_out} file(s) there are not of the format: another extension, and not its contents)"
+            hint = "name the files to read directly, or pass file_extensions=[...] to read those with an extension"
+        raise PathNotFoundError(msg, hint)
     return fs, files
 
 

@@ -181,10 +181,11 @@ def train_test_split(
         idx = _proportional_indices(f"train_test_split(test_size={test_size})", total, [1 - test_size], hint)
     elif isinstance(test_size, int) and 0 < test_size < total:
         idx = [total - test_size]
-    elif isinstance(test_size, int) and not isinstance(test_size, bool) and total:
+    elif isinstance(test_size, int) and not isinstance(test_size, bool):
         # (Ray Data refuses these too: a split with an empty side is a mistake, as a fraction's is)
-        msg = f"train_test_split(test_size={test_size}): a row count must leave rows on both sides, 1..{total - 1} " \
-              f"for these {total} rows"
+        msg = (f"train_test_split(test_size={test_size}): a row count must leave rows on both sides, 1..{total - 1} "
+               f"for these {total} rows" if total > 1 else
+               f"train_test_split(test_size={test_size}): the Dataset has {total} row(s), too few to split in two")
         raise BridgeValueError(msg, "pass a row count between 1 and the row count minus 1, or a fraction such as 0.2")
     else:
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
