@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bridge.block import Block, map_child_types, take_values
+from bridge.block import Block, combine_column, map_child_types, take_values
 
 #: A pyarrow aggregation: (column or [] for count_all, function, options).
 Spec = tuple[Any, str, Any]
@@ -768,12 +768,12 @@ def _decimal_means(total: pa.Array, count: pa.Array) -> pa.Array:
 class Std(_Builtin):
     """Standard deviation of ``on`` (``ddof=1`` like pandas), merged exactly.
 
-    Each block keeps (count, mean, M2) per group, M2 from Arrow's variance kernel; the
-    merge uses the parallel formula ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)``
-    in NumPy over group ids.  Arrow's kernel loses precision as the mean grows against
-    the spread: values of mean ``1e12`` and spread ``0.5`` give a std about ``1e-6``
-    off in relative terms (pandas: ``1e-9``); subtract a constant near the values
-    first where that matters (the std does not change).  A group
+    Each block keeps (count, shift, mean, M2) per group, the mean and M2 of its values
+    less the shift (the group's first finite value in that block, :func:`std_shifts`):
+    Arrow's variance kernel is exact to rounding on such values, where on values whose
+    mean is large against their spread it was not.  The merge uses the parallel formula
+    ``M2 = sum(M2_i) + sum(n_i * (mean_i - mean)^2)`` in NumPy over group ids, the
+    blocks' means taken relative to one shift per group.  A group
     of no more than ``ddof`` values gives NaN (as Ray Data, pandas and NumPy), one
     of no value null.
 
@@ -789,34 +789,137 @@ class Std(_Builtin):
 
     def map_specs(self) -> list[Spec]:
         assert self.on is not None
-        values = _float_input(Std, self.on)
+        shifted = _shifted_input(self.on)
         return [
             (self.on, "count", pc.CountOptions("only_valid")),
-            (values, "mean", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
-            (values, "variance", pc.VarianceOptions(ddof=0, skip_nulls=True, min_count=1)),
+            (_shift_input(self.on), "min", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+            (shifted, "mean", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+            (shifted, "variance", pc.VarianceOptions(ddof=0, skip_nulls=True, min_count=1)),
             (self.on, "count", pc.CountOptions("only_null")),
         ]
 
     def merge_specs(self) -> list[tuple[str, Any] | None]:
-        return [("sum", None), None, None, ("sum", None)]
+        return [("sum", None), None, None, None, ("sum", None)]
 
     def finish(self, merged: list[pa.Array | None], states: list[pa.Array], gid: np.ndarray, n: int) -> pa.Array:
         counts = states[0].to_numpy(zero_copy_only=False).astype(np.float64)
-        means = states[1].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
-        m2 = states[2].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64) * counts
+        # Each block's values were taken less a value of their group (the shift, :func:`std_shifts`), so its
+        # mean and variance are those of small numbers; block i's mean relative to the group's reference
+        # shift S (a block that has values) is (shift_i - S) + mean_i, exact where the shifts are close.
+        shifts = states[1]
+        means = states[2].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+        m2 = states[3].fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64) * counts
+        rel = _relative_shifts(shifts, counts > 0, gid, n) + means
         total = np.bincount(gid, counts, minlength=n)
         safe_total = np.where(total > 0, total, 1.0)
-        group_mean = np.bincount(gid, counts * means, minlength=n) / safe_total
-        spread = np.bincount(gid, m2 + counts * (means - group_mean[gid]) ** 2, minlength=n)
+        group_mean = np.bincount(gid, counts * rel, minlength=n) / safe_total
+        spread = np.bincount(gid, m2 + counts * (rel - group_mean[gid]) ** 2, minlength=n)
         denom = total - self.ddof
         std = np.sqrt(np.where(denom > 0, spread, 0.0) / np.where(denom > 0, denom, 1.0))
         # No value: null.  Values, but no more than ddof: NaN, undefined (Ray Data, pandas, NumPy).
         std = np.where(denom > 0, std, np.nan)
         valid = total > 0
-        nulls = merged[3]
+        nulls = merged[4]
         if not self.ignore_nulls and nulls is not None:
             valid &= nulls.to_numpy(zero_copy_only=False) == 0
         return pa.array(std, pa.float64(), mask=~valid)
+
+
+def _shift_input(col: str) -> str:
+    """The column of each row's shift for :class:`Std` (:func:`std_shifts`)."""
+    return f"__raybridge_std_shift_{col}"
+
+
+def _shifted_input(col: str) -> str:
+    """The column :class:`Std` takes the mean and variance of: its values less the shift."""
+    return f"__raybridge_std_shifted_{col}"
+
+
+def _relative_shifts(shifts: pa.Array, has_values: np.ndarray, gid: np.ndarray, n: int) -> np.ndarray:
+    """Each state row's shift less its group's reference shift (that of the group's first row with
+    values), as float64: integer shifts are subtracted as integers, so their difference is exact."""
+    filled = shifts.fill_null(0)
+    ints = pa.types.is_integer(filled.type)
+    values = np.array(filled.to_pylist(), dtype=object) if ints else filled.to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(has_values)
+    groups, first = np.unique(gid[rows], return_index=True)
+    ref = np.zeros(n, dtype=object if ints else np.float64)
+    ref[groups] = values[rows[first]]
+    diff = values - ref[gid]
+    return np.asarray(diff, dtype=np.float64)
+
+
+def _row_groups(block: Block, keys: list[str]) -> np.ndarray | None:
+    """A group number per row, equal for rows Arrow's grouping on ``keys`` puts together (values
+    compared as values: dictionaries decoded, 0.0 and -0.0 one, every NaN one, nulls one);
+    ``None`` for key types that cannot be numbered here (lists, structs)."""
+    codes = []
+    for k in keys:
+        col = block.column(k)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if pa.types.is_floating(col.type):
+            col = canonical_floats(col)
+        try:
+            encoded = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+            return None
+        codes.append(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64))
+    if not codes:
+        return np.zeros(block.num_rows, dtype=np.int64)
+    if len(codes) == 1:
+        return codes[0] + 1
+    return np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+
+
+def std_shifts(block: Block, keys: list[str], aggs: list[AggregateFn]) -> Block:
+    """``block`` with, for each column a :class:`Std` reads, each row's shift (the first finite value of
+    its group in this block) and its value less that shift.
+
+    Arrow's variance kernel loses precision as the mean grows against the spread (a mean of ``1e12``
+    and a spread of ``0.5`` gave a std ``1e-6`` off in relative terms); of the shifted values, whose
+    mean is near zero, it is exact to rounding, and the variance is the same.  Integer columns are
+    shifted as integers (exact); where that would overflow, or the keys cannot be numbered, the
+    shift is zero (the values as they are).
+    """
+    cols = {a.on for a in aggs if type(a) is Std and a.on is not None}
+    if not cols:
+        return block
+    groups = _row_groups(block, keys)
+    for col in sorted(cols):
+        if block.schema.get_field_index(_shifted_input(col)) >= 0:
+            continue
+        values = combine_column(block.column(_float_input(Std, col)))
+        if not pa.types.is_integer(values.type):
+            values = values.cast(pa.float64())  # (float16 / float32 exactly; Arrow has no float16 arithmetic)
+        shift = _shifts(values, groups)
+        try:
+            shifted = pc.subtract_checked(values, shift) if pa.types.is_integer(values.type) \
+                else pc.subtract(values, shift)
+        except pa.ArrowInvalid:  # an integer difference beyond the type: no shift
+            shift = pa.array(np.zeros(len(values), dtype=values.type.to_pandas_dtype()), values.type)
+            shifted = values
+        block = block.append_column(_shift_input(col), shift).append_column(_shifted_input(col), shifted)
+    return block
+
+
+def _shifts(values: pa.Array, groups: np.ndarray | None) -> pa.Array:
+    """Each row's shift: the first finite value of its group (zero where the group has none)."""
+    n = len(values)
+    ints = pa.types.is_integer(values.type)
+    t = values.type if ints else pa.float64()
+    if groups is None or n == 0:
+        return pa.array(np.zeros(n, dtype=t.to_pandas_dtype()), t)
+    data = values.fill_null(0).to_numpy(zero_copy_only=False)
+    usable = ~np.asarray(values.is_null().to_numpy(zero_copy_only=False))
+    if not ints:
+        data = data.astype(np.float64)
+        usable &= np.isfinite(data)
+    rows = np.flatnonzero(usable)
+    per_group = np.zeros(int(groups.max()) + 1 if len(groups) else 1, dtype=data.dtype)
+    found, first = np.unique(groups[rows], return_index=True)
+    per_group[found] = data[rows[first]]
+    return pa.array(per_group[groups], t)
 
 
 class AbsMax(_Builtin):

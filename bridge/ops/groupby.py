@@ -31,6 +31,7 @@ from bridge.ops.aggregate import (
     canonical_floats,
     numeric_null_columns,
     restored,
+    std_shifts,
     typed_aggregations,
 )
 
@@ -106,7 +107,7 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
                 block = block.append_column(_first_name(k), block.column(i))
         else:
             group_keys.append(k)
-    block = numeric_null_columns(block, aggs)
+    block = std_shifts(numeric_null_columns(block, aggs), group_keys, aggs)
     specs: list[Any] = []
     names, python_aggs, absent = [], [], []
     for k in firsts:
