@@ -17,6 +17,20 @@ import pyarrow as pa
 from bridge import tensor
 
 
+def register_pandas_extension_types() -> None:
+    """Make pandas' Arrow extension types (``pandas.interval``, ``pandas.period``) known to this process
+    where pandas is loaded.  pandas registers them when it first converts such a column; a driver that
+    only fetched blocks Ray workers made (``from_dask``, ``from_modin``) had not, so pyarrow read those
+    columns as their storage and an Interval came back as a dict.  Called before blocks are fetched."""
+    import sys
+
+    if "pandas" in sys.modules and "pandas.core.arrays.arrow.extension_types" not in sys.modules:
+        try:
+            import pandas.core.arrays.arrow.extension_types  # noqa: F401 - registers on import
+        except ImportError:  # pragma: no cover - another pandas layout: nothing to register
+            pass
+
+
 def empty_array(t: pa.DataType) -> pa.Array:
     """An array of no rows of any type, extension types included."""
     if isinstance(t, pa.BaseExtensionType):  # (pyarrow's own fixed_shape_tensor too: pa.array fails on a

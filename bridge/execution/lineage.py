@@ -104,6 +104,9 @@ def block_lost_error(err: BaseException, where: str | None = None) -> BlockLostE
 
 def get_blocks(refs: Sequence[ray.ObjectRef], where: str | None = None) -> list[Block]:
     """``ray.get`` of block refs; a lost block raises :class:`BlockLostError` naming its source."""
+    from bridge.arrow_values import register_pandas_extension_types
+
+    register_pandas_extension_types()
     try:
         return ray.get(list(refs)) if len(refs) != 1 else [ray.get(refs[0])]
     except ray.exceptions.ObjectLostError as err:

@@ -83,6 +83,9 @@ class StreamingExecutor:
     """Executes physical operators (in topological order, the last one is the output)."""
 
     def __init__(self, ops: list[PhysicalOp], ctx: DataContext, stats: DatasetStats) -> None:
+        from bridge.arrow_values import register_pandas_extension_types
+
+        register_pandas_extension_types()  # before any block or schema of this run is read here
         self.ops = ops
         self.ctx = ctx
         self.stats = stats
