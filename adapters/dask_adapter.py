@@ -233,7 +233,24 @@ def dask_to_dataset(ddf: Any) -> MaterializedDataset:
             blocks[i], metas[i] = block, meta
         for i, meta in zip(remote, ray.get([m for _, m in remote.values()])):
             blocks[i], metas[i] = remote[i][0], meta
+        kept = [_index_kept(m) for m in metas]
+        if keep is None and any(kept) and not all(kept):
+            # Each partition decided alone, and they disagree (a filter left some with a RangeIndex piece,
+            # others with labels): the blocks would differ in columns and lose the index. Keep it in all.
+            redo = [i for i, k in enumerate(kept) if not k]
+            again = {i: _compute_partition.remote(shipped[i], keys[i], i, True) for i in redo if local[i] is None}
+            for i in redo:
+                if local[i] is not None:
+                    blocks[i], metas[i] = _put_partition(local[i], keep_index=True)
+            for i, meta in zip(again, ray.get([m for _, m in again.values()])):
+                blocks[i], metas[i] = again[i][0], meta
     return from_block_refs(blocks, metas, name="FromDask")
+
+
+def _index_kept(meta: BlockMetadata) -> bool:
+    """Whether a partition's block holds its index as column(s) (named in its pandas metadata)."""
+    md = meta.schema.pandas_metadata if meta.schema is not None else None
+    return md is not None and any(isinstance(c, str) for c in md.get("index_columns", []))
 
 
 def _held_by_driver(sub: dict[Hashable, Any], key: Hashable) -> Any:

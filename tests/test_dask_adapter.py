@@ -135,3 +135,20 @@ def test_partitions_this_process_holds_are_put_without_a_task(persist):
     assert [len(p) for p in held] == [10, 10, 10, 10]
     assert pd.concat(held)["a"].tolist() == list(range(40))
     assert bridge.from_dask(ddf).to_pandas()["s"].tolist() == pdf["s"].tolist()
+
+
+def test_partitions_that_disagree_about_their_index_all_keep_it():
+    # A filter left one partition with a RangeIndex piece and others with labels: each decided alone,
+    # the blocks differed in columns and the index came back renumbered (or as a stray column).
+    ddf = dd.from_pandas(pd.DataFrame({"a": range(10)}), npartitions=5)
+    f = ddf[(ddf.a < 2) | (ddf.a > 7)]
+    out = bridge.from_dask(f).to_pandas()
+    assert out.index.tolist() == f.compute().index.tolist() == [0, 1, 8, 9]
+    assert out.columns.tolist() == ["a"]
+    a = dd.from_pandas(pd.DataFrame({"a": [1, 2]}), npartitions=1)
+    b = dd.from_pandas(pd.DataFrame({"a": [3, 4]}, index=[100, 101]), npartitions=1)
+    out = bridge.from_dask(dd.concat([a, b])).to_pandas()
+    assert out.index.tolist() == [0, 1, 100, 101] and out.columns.tolist() == ["a"]
+    # Partitions that all hold default pieces still give one default index.
+    assert isinstance(bridge.from_dask(dd.from_pandas(pd.DataFrame({"a": range(6)}), npartitions=3)).to_pandas()
+                      .index, pd.RangeIndex)
