@@ -618,35 +618,26 @@ def frame_to_block(df: Any, like: pa.Schema | None = None, *, keep_index: bool |
 
 
 def _still_describes(df: Any, schema: pa.Schema | None) -> pa.Schema | None:
-    """The fields of the schema ``to_pandas`` left in ``df.attrs`` whose columns still have a dtype
-    ``to_pandas`` gives that type.  pandas copies ``attrs`` through edits: a column the user changed
-    since (``tz_localize(None)``, ``astype(float)``, categories made strings) is converted as it is
-    now -- restoring the old type shifted naive times by the old zone's offset, or undid the change."""
+    """The schema ``to_pandas`` left in ``df.attrs``, less the timestamp columns the user has since made
+    naive or zone-aware (``tz_localize``): pandas copies ``attrs`` through edits, and restoring the old
+    type read a naive wall time as UTC and put the old zone back (12:00 became 14:00 Berlin).  Other
+    columns keep the recorded type where their values allow it, as before."""
     if schema is None:
         return None
-    dtypes = {str(c): str(t) for c, t in zip(df.columns, df.dtypes)}
-    kept = [f for f in schema if f.name not in dtypes or _pandas_dtypes(f.type) is None
-            or dtypes[f.name] in _pandas_dtypes(f.type)]  # type: ignore[operator]
+    import pandas as pd
+
+    dtypes = {str(c): t for c, t in zip(df.columns, df.dtypes)}
+
+    def changed(field: pa.Field) -> bool:
+        dtype = dtypes.get(field.name)
+        if dtype is None or not pa.types.is_timestamp(field.type):
+            return False
+        aware = isinstance(dtype, pd.DatetimeTZDtype)
+        naive = isinstance(dtype, np.dtype) and dtype.kind == "M"
+        return (aware or naive) and aware != (field.type.tz is not None)
+
+    kept = [f for f in schema if not changed(f)]
     return schema if len(kept) == len(schema) else pa.schema(kept, metadata=schema.metadata)
-
-
-_PANDAS_DTYPES: dict[pa.DataType, frozenset[str] | None] = {}
-
-
-def _pandas_dtypes(t: pa.DataType) -> frozenset[str] | None:
-    """The dtypes ``to_pandas`` gives a column of type ``t`` (with and without nulls); ``None``: unknown."""
-    if t not in _PANDAS_DTYPES:
-        from bridge.arrow_values import empty_array
-        from bridge.pandas_types import block_to_pandas
-
-        try:
-            empty = empty_array(t)
-            with_null = pa.concat_arrays([empty, pa.nulls(1, t)]) if not pa.types.is_null(t) else pa.nulls(1)
-            found = {str(block_to_pandas(pa.table({"c": a})).dtypes.iloc[0]) for a in (empty, with_null)}
-            _PANDAS_DTYPES[t] = frozenset(found)
-        except Exception:  # noqa: BLE001 - a type this check cannot build: trust the schema, as before
-            _PANDAS_DTYPES[t] = None
-    return _PANDAS_DTYPES[t]
 
 
 def _native_frame(df: Any) -> Any:
