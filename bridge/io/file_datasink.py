@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from bridge import tensor
-from bridge.block import Block, concat_blocks
+from bridge.block import Block, concat_blocks, map_child_types
 from bridge.errors import BridgeError, BridgeValueError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
 from bridge.io.partitioning import SIDECAR, partition_text, read_back
@@ -123,13 +123,12 @@ def _offsets_with_seconds(col: Any) -> bool:
     if t.tz.upper() in ("UTC", "Z", "ETC/UTC", "GMT") or re.fullmatch(r"[+-]\d\d:\d\d", t.tz):
         return False  # a fixed offset of whole minutes
     naive = pa.timestamp(t.unit)
+    per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
     earliest = pc.min(col).cast(naive).cast(pa.int64()).as_py()
-    if earliest is None or earliest >= _WHOLE_MINUTES_SINCE * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]:
+    if earliest is None or earliest >= _WHOLE_MINUTES_SINCE * per_second:
         return False  # every zone's offsets are whole minutes since 1972 (Liberia's -0:44:30 was the last)
     offsets = pc.subtract(pc.cast(pc.local_timestamp(col), pa.int64()), pc.cast(pc.cast(col, naive), pa.int64()))
-    per_minute = 60 * {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
-    values = np.asarray(offsets.fill_null(0) if hasattr(offsets, "fill_null") else offsets)
-    return bool(np.any(values % per_minute))
+    return bool(np.any(np.asarray(offsets.fill_null(0)) % (60 * per_second)))
 
 
 class CsvWriteOptions:
@@ -202,19 +201,13 @@ def _json_type(t: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_duration(t):
         return pa.int64()
-    if pa.types.is_dictionary(t) and _json_type(t.value_type) != t.value_type:
-        return _json_type(t.value_type)  # (decoded: its values written as the values' type is)
+    if pa.types.is_dictionary(t):
+        values = _json_type(t.value_type)  # (decoded where its values change: written as they are)
+        return t if values == t.value_type else values
     if pa.types.is_map(t):
         return pa.list_(pa.struct([pa.field("key", _json_type(t.key_type), nullable=False),
                                    pa.field("value", _json_type(t.item_type))]))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        field = t.value_field.with_type(_json_type(t.value_type))
-        if pa.types.is_fixed_size_list(t):
-            return pa.list_(field, t.list_size)
-        return pa.large_list(field) if pa.types.is_large_list(t) else pa.list_(field)
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_json_type(f.type)) for f in t])
-    return t
+    return map_child_types(t, _json_type)
 
 
 def _json_ready(col: pa.Array) -> pa.Array:

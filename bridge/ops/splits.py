@@ -188,7 +188,7 @@ def train_test_split(
                f"train_test_split(test_size={test_size}): the Dataset has {total} row(s), too few to split in two")
         raise BridgeValueError(msg, "pass a row count between 1 and the row count minus 1, or a fraction such as 0.2")
     else:
-        msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; got {test_size!r}"
+        msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count; got {test_size!r}"
         raise BridgeError(msg, "pass e.g. test_size=0.2")
     train, test = _cut_at(bundles, idx)
     return train, test
