@@ -96,7 +96,8 @@ def _partition_grid(mdf: Any) -> list[tuple[Any, list[Any], list[ray.ObjectRef]]
         if partitions.ndim != 2 or partitions.shape != (len(rows), len(widths)):
             return None
         row_edges, col_edges = np.cumsum([0, *rows]), np.cumsum([0, *widths])
-        col_labels = [list(columns[col_edges[j]:col_edges[j + 1]]) for j in range(len(widths))]
+        # Index slices, not lists: they keep the columns' axis name (and a MultiIndex's level names).
+        col_labels = [columns[col_edges[j]:col_edges[j + 1]] for j in range(len(widths))]
         grid = []
         for i, row in enumerate(partitions):
             refs = []

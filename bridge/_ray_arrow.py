@@ -71,14 +71,27 @@ def write_ipc(table: pa.Table) -> pa.Buffer:
     """``table`` as one Arrow IPC stream in a buffer of its own (a copy: only a slice's own rows are written).
 
     Sized first, then written once into a buffer of exactly that size: no reallocation on the way.
+    A table of no rows is written as one batch of no rows: ``write_table`` writes no batch for it, and
+    with no batch the stream carries no dictionaries (a ``Categorical``'s categories were lost).
     """
+    batches = table.to_batches() if table.num_rows else [_empty_batch(table)]
     size = pa.MockOutputStream()
     with pa.ipc.new_stream(size, table.schema) as writer:
-        writer.write_table(table)
+        for batch in batches:
+            writer.write_batch(batch)
     buffer = pa.allocate_buffer(size.size())
     with pa.ipc.new_stream(pa.FixedSizeBufferWriter(buffer), table.schema) as writer:
-        writer.write_table(table)
+        for batch in batches:
+            writer.write_batch(batch)
     return buffer
+
+
+def _empty_batch(table: pa.Table) -> pa.RecordBatch:
+    """A record batch of no rows keeping each column's first chunk (its dictionary, where it has one)."""
+    from bridge.arrow_values import empty_array
+
+    columns = [col.chunk(0).slice(0, 0) if col.num_chunks else empty_array(col.type) for col in table.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=table.schema)
 
 
 def table_from_ipc(buffer: pa.Buffer) -> pa.Table:

@@ -241,12 +241,51 @@ def take_rows(block: Block, indices: pa.Array) -> Block:
     for dictionary columns whose chunks' values together outnumber their index type (:func:`unify_dictionaries`)."""
     if block.num_columns == 0:
         return table_without_columns(len(indices), block.schema.metadata)
+    check_ordered_dictionaries(block)
     try:
         return block.take(indices)  # (pyarrow unifies differing dictionaries itself where their indices fit)
     except pa.ArrowInvalid as err:
         if not _too_narrow(err):
             raise
     return unify_dictionaries(block).take(indices)
+
+
+def check_ordered_dictionaries(table: Block) -> None:
+    """Refuse an *ordered* dictionary column whose chunks order their values differently (two ordered
+    ``Categorical`` frames with categories ``[low, high]`` and ``[high, low]``).
+
+    Taking rows across such chunks, or making one ``Categorical`` of them, puts every chunk on one
+    dictionary in first-seen order (Arrow's unification): the order the other chunks meant is lost with
+    no error (``high < low`` became ``low < high``).  pandas refuses to combine such Categoricals too.
+    Chunks whose orders agree (``[a, b]`` then ``[a, b, c]``) pass.
+    """
+    for name, col in zip(table.column_names, table.columns):
+        t = col.type
+        if not (isinstance(t, pa.DictionaryType) and t.ordered and col.num_chunks > 1):
+            continue
+        first = col.chunk(0).dictionary
+        dicts = [c.dictionary for c in col.chunks[1:] if c.dictionary is not first and not c.dictionary.equals(first)]
+        if not dicts:
+            continue
+        merged: dict[Any, int] = {}
+        for d in [first, *dicts]:
+            values = d.to_pylist()
+            for v in values:
+                merged.setdefault(v, len(merged))
+            positions = [merged[v] for v in values]
+            if positions != sorted(positions):
+                from bridge.errors import SchemaMismatchError
+
+                msg = (f"column {name!r} is an ordered dictionary (Categorical) whose pieces order their values "
+                       f"differently: {_short(first.to_pylist())} in one, {_short(values)} in another; combined, "
+                       "one order would silently replace the other")
+                raise SchemaMismatchError(msg, "give every piece the same categories in the same order (pandas: "
+                                               "df[col].cat.set_categories([...], ordered=True)), or make the "
+                                               "column unordered (cat.as_unordered()) if its order means nothing")
+
+
+def _short(values: list[Any], n: int = 6) -> str:
+    return repr(values) if len(values) <= n else repr(values[:n])[:-1] + f", ... ({len(values)} values)]"
 
 
 def unify_dictionaries(table: Block) -> Block:
@@ -258,6 +297,7 @@ def unify_dictionaries(table: Block) -> Block:
     type wider (blocks of both widths concatenate to the wider one)."""
     if not any(_has_dictionary(f.type) for f in table.schema):
         return table
+    check_ordered_dictionaries(table)
     return _widening(table, lambda t: t.unify_dictionaries())
 
 
@@ -266,6 +306,7 @@ def combine_chunks(table: Block) -> Block:
     type counts, nested ones too (:func:`unify_dictionaries`)."""
     if not any(_has_dictionary(f.type) for f in table.schema):
         return table.combine_chunks()
+    check_ordered_dictionaries(table)
     return _widening(table, lambda t: t.combine_chunks())
 
 

@@ -72,7 +72,7 @@ import ray
 
 from bridge import tensor
 from bridge.arrow_values import object_column, refuse_unions
-from bridge.block import Block, unify_dictionaries
+from bridge.block import Block, check_ordered_dictionaries, unify_dictionaries
 from bridge.text_objects import MIN_ROWS, is_text, values_repeat
 
 if TYPE_CHECKING:
@@ -309,6 +309,7 @@ def _block_to_pandas(block: Block, nullable: Collection[str] | None, strings: An
             return strings if t in (pa.string(), pa.large_string()) else None
 
     block = _plain_columns(block)
+    check_ordered_dictionaries(block)
     meta = block.schema.pandas_metadata
     index_cols = [c for c in (meta or {}).get("index_columns", []) if isinstance(c, str) and c in block.column_names]
     entries = {e.get("field_name"): e for e in (meta or {}).get("columns", []) if isinstance(e, dict)}

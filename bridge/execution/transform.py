@@ -350,15 +350,22 @@ def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransfo
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         if expr is not None:
             for b in blocks:
-                yield b.filter(expr)
+                yield _kept(b, b.filter(expr))
             return
         assert user is not None
         fn = user.resolve(label)
         for b in blocks:
             keep = [bool(call_user_fn(fn, r, user, ctx, label)) for r in batch_mod.block_to_rows(b)]
-            yield b.filter(pa.array(keep, type=pa.bool_())) if keep else b
+            yield _kept(b, b.filter(pa.array(keep, type=pa.bool_()))) if keep else b
 
     return BlockTransform(run, label, user)
+
+
+def _kept(block: Block, filtered: Block) -> Block:
+    """``filtered``, or where no row is left, ``block``'s first rows of none: pyarrow's filter leaves a
+    table of no chunks, and with no chunk a dictionary column has no dictionary (a ``Categorical``
+    filtered to no rows came back with no categories)."""
+    return filtered if filtered.num_rows else block.slice(0, 0)
 
 
 def project_transform(
