@@ -158,6 +158,27 @@ def test_date64_and_time32_seconds_read_back_from_parquet_as_written(tmp_path):
     assert [r["t"] for r in only.take_all()] == [datetime.time(23, 59, 59), None, datetime.time(0)]
 
 
+def test_date64_and_seconds_nested_in_lists_structs_and_maps_read_back_as_written(tmp_path):
+    day = datetime.date(2020, 2, 29)
+    table = pa.table({
+        "l": pa.array([[day, None], None, []], pa.list_(pa.date64())),
+        "s": pa.array([{"d": day, "t": datetime.time(1, 2, 3)}, None, {"d": None, "t": None}],
+                      pa.struct([("d", pa.date64()), ("t", pa.time32("s"))])),
+        "m": pa.array([[(day, 1)], None, []], pa.map_(pa.date64(), pa.int64())),
+        "ll": pa.array([[[1, -1]], None, [[]]], pa.list_(pa.list_(pa.timestamp("s", tz="UTC")))),
+        "plain": pa.array([[1], None, [2]], pa.list_(pa.int64())),
+    })
+    bridge.from_arrow(table).write_parquet(str(tmp_path))
+    # pyarrow (and Ray Data) read the nested ones as date32 / time32[ms] / timestamp[ms]
+    assert pq.read_table(tmp_path).schema.field("l").type.value_type == pa.date32()
+    back = bridge.read_parquet(str(tmp_path))
+    assert back.schema() == table.schema
+    assert back.to_arrow().equals(table)
+    assert back.take_all()[0]["s"] == {"d": day, "t": datetime.time(1, 2, 3)}
+    only = bridge.read_parquet(str(tmp_path), columns=["ll"])
+    assert only.schema().field("ll").type == table.schema.field("ll").type
+
+
 def test_date32_and_time32_ms_written_as_such_are_not_changed(tmp_path):
     table = pa.table({"d": pa.array([datetime.date(2024, 1, 1)], pa.date32()),
                       "t": pa.array([datetime.time(0, 0, 1, 500000)], pa.time32("ms"))})

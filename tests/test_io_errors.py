@@ -92,3 +92,22 @@ def test_csv_files_inferring_different_types_say_to_pass_a_schema(tmp_path):
     assert "schema=" in str(info.value).split("Hint:")[1]
     typed = bridge.read_csv(str(tmp_path), schema=pa.schema([("a", pa.string()), ("b", pa.string())]))
     assert sorted(r["a"] for r in typed.take_all()) == ["007", "1", "2", "abc"]  # as written, nothing parsed away
+
+
+def test_json_value_of_another_kind_names_column_and_line(tmp_path):
+    # pyarrow says "Column(/a) changed from number to string in row N", N counted within one of its blocks,
+    # under a hint about JSON lines the file already is.
+    lines = [f'{{"a": {i}, "b": "x"}}' for i in range(150_000)] + ['{"a": "oops", "b": "y"}']
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(FileReadError, match=r"column 'a' of .*rows.jsonl' holds a string on line 150001 "
+                                            r"where the rows before hold a number") as info:
+        bridge.read_json(str(path)).materialize()
+    assert "make every 'a' value a number or every one a string" in info.value.hint
+    with pytest.raises(FileReadError, match=r"holds a string on line 150001 where schema= reads it as int64"):
+        bridge.read_json(str(path), schema=pa.schema([("a", pa.int64()), ("b", pa.string())])).materialize()
+    nested = tmp_path / "nested.jsonl"
+    nested.write_text('{"s": {"k": 1}}\n{"s": null}\n{"s": {"k": [1]}}\n')
+    with pytest.raises(FileReadError, match=r"column 's.k' of .* holds an array on line 3 where the rows before "
+                                            r"hold a number"):
+        bridge.read_json(str(nested)).materialize()

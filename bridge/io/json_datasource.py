@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import json
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,6 +84,7 @@ class JSONFormat(FileFormat):
             # pyarrow.json refuses a decimal literal with more digits than its type holds, naming neither
             # the column nor the row: find them (one more pass over the text, only on this error path).
             _raise_decimal_misfit(data, path, self.schema if self.schema is not None else explicit)
+            _raise_kind_change(sys.exc_info()[1], data, path, explicit)
             raise
         if self.schema is None:
             _check_decimals(table, data, path, explicit)  # parse_options' own explicit_schema
@@ -176,6 +178,60 @@ def _raise_decimal_misfit(data: bytes, path: str, explicit: pa.Schema | None) ->
                 json_decimal_texts(row.get(field.name) if isinstance(row, dict) else None, field.type, field.name)
             except DecimalMisfit as misfit:
                 raise misfit.error("JSON", path, i + 1) from None
+
+
+#: pyarrow.json's refusal of a value of another JSON kind than its column's ("row" counts from the start
+#: of one of its blocks, not of the file).
+_KIND_CHANGE = re.compile(r"Column\((/[^)]*)\) changed from (\w+) to (\w+)")
+
+_KINDS = {"number": (int, float), "string": (str,), "array": (list,), "object": (dict,), "boolean": (bool,)}
+
+
+def _raise_kind_change(err: BaseException | None, data: bytes, path: str, explicit: pa.Schema | None) -> None:
+    """Raise :class:`FileReadError` naming the column, the line and the kinds for pyarrow's "Column(/a)
+    changed from number to string in row N" (its row counts within a block, and its hint was none); return
+    where ``err`` is another error."""
+    match = _KIND_CHANGE.search(str(err))
+    if match is None:
+        return
+    keys, was, got = match.group(1).strip("/").split("/"), match.group(2), match.group(3)
+    name = ".".join(keys)
+    typed = explicit.field(keys[0]).type if explicit is not None and keys[0] in explicit.names else None
+    line = _first_line_of_kind(data, keys, got)
+    where = f" on line {line}" if line is not None else ""
+    said = f"schema= reads it as {typed}" if typed is not None else f"the rows before hold {_a(was)}"
+    msg = f"read_json: column {name!r} of {path!r} holds {_a(got)}{where} where {said}"
+    at = "" if line is None else f" on line {line}"
+    if typed is not None:
+        hint = f"fix the value{at}, or give {keys[0]!r} a type for {got}s in schema= if that is what the column holds"
+    else:
+        hint = (f"a JSON column is read as values of one kind: make every {name!r} value {_a(was)} or every one "
+                f"{_a(got)} (a number in quotes is read as text); the first {got} is{at or ' in the file'}")
+    raise FileReadError(msg, hint) from err
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
+def _first_line_of_kind(data: bytes, keys: list[str], kind: str) -> int | None:
+    """The 1-based line of the first JSON-lines row whose value at ``keys`` is of JSON ``kind``, if any."""
+    types = _KINDS.get(kind)
+    if types is None:
+        return None
+    first = keys[0].encode()
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if first not in raw:  # (cheap: only lines naming the column are parsed)
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            return None  # a value spanning lines: the line cannot be told this way
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, types) and not (kind == "number" and isinstance(value, bool)):
+            return number
+    return None
 
 
 def _json_objects(data: bytes, parse_float: Any = None) -> list[Any]:

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pyarrow.fs as pafs
 
+from bridge.block import map_child_types
 from bridge.errors import BridgeError, ConversionWarning, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
 from bridge.io.file_datasource import PATH_COLUMN
@@ -370,7 +371,7 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
     whole seconds, those days whole days, so reading them back as the written type is exact
     (pyarrow and Ray Data give ``timestamp[ms]``, ``time32[ms]``, ``date32``).
     """
-    if fragment is None or not any(_restorable(f.type) for f in schema):
+    if fragment is None or not any(_restorable_within(f.type) for f in schema):
         return schema
     original = _written_schema(fragment)
     if original is None:
@@ -381,7 +382,7 @@ def _seconds_restored(schema: pa.Schema, fragment: Any) -> pa.Schema:
         if field.name not in original.names:
             continue
         was = original.field(field.name).type
-        if _stored_as(was) == field.type:
+        if was != field.type and _stored_within(was) == field.type:
             fields[i] = field.with_type(was)
             changed = True
     return pa.schema(fields, metadata=schema.metadata) if changed else schema
@@ -492,6 +493,22 @@ def encode_dictionary(col: pa.ChunkedArray, typ: pa.DictionaryType, name: str, p
 def _restorable(t: pa.DataType) -> bool:
     """Whether ``t`` is a type Parquet may have stored another Arrow type as (see :func:`_seconds_restored`)."""
     return (pa.types.is_timestamp(t) and t.unit == "ms") or t == pa.time32("ms") or t == pa.date32()
+
+
+def _restorable_within(t: pa.DataType) -> bool:
+    """:func:`_restorable` for ``t`` or any type nested in it (``list<date32>`` may have been ``list<date64>``)."""
+    return _restorable(t) or any(_restorable_within(t.field(i).type) for i in range(t.num_fields))
+
+
+def _stored_within(t: pa.DataType) -> pa.DataType:
+    """The type pyarrow reads a column written as ``t`` back as, nested types too (``list<date64>`` as
+    ``list<date32>``: pyarrow restores the written type from the Arrow schema only at the top)."""
+    stored = _stored_as(t)
+    if stored is not None:
+        return stored
+    if pa.types.is_dictionary(t):
+        return t  # (a dictionary's values are read as they are stored, or encoded again: _dictionaries_restored)
+    return map_child_types(t, _stored_within)
 
 
 def _stored_as(t: pa.DataType) -> pa.DataType | None:
