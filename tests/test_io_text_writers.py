@@ -116,3 +116,13 @@ def test_a_directory_of_no_parquet_says_what_it_left_out(tmp_path):
         (tmp_path / f"f{i}.json").write_text('{"x": 1}\n')
     with pytest.raises(bridge.BridgeError, match=r"(?s)3 file\(s\) there are not of the format.*file_extensions"):
         bridge.read_parquet(str(tmp_path))
+
+
+def test_json_nan_and_infinities_round_trip_or_are_refused_with_allow_nan_false(tmp_path):
+    ds = bridge.from_items([{"a": 1.0}, {"a": float("nan")}, {"a": float("inf")}, {"a": float("-inf")}])
+    ds.write_json(str(tmp_path / "lenient"))
+    back = [r["a"] for r in bridge.read_json(str(tmp_path / "lenient")).take_all()]
+    assert back[0] == 1.0 and back[1] != back[1] and back[2:] == [float("inf"), float("-inf")]
+    with pytest.raises(UnsupportedTypeError, match=r"column 'a' \(double\) holds NaN or an infinity") as info:
+        ds.write_json(str(tmp_path / "strict"), allow_nan=False)
+    assert "fillna" in info.value.hint and "cast it" not in info.value.hint

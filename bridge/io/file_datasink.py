@@ -349,7 +349,13 @@ class FileWriter:
                 what = f"column {name!r}"
             hint = f"{what} cannot be written as {fmt}: cast it to a type {fmt} holds in a map_batches step, " \
                    f"or drop it (ds.drop_columns([...]); ds.schema() lists the types)"
-            if self.fmt != "parquet":
+            if "Out of range float values" in str(err):  # json.dumps(allow_nan=False) met a NaN or an infinity
+                msg = msg.replace(f" cannot be written as {fmt}", " holds NaN or an infinity, which strict JSON "
+                                                                   "(allow_nan=False) has no literal for", 1)
+                hint = (f"replace those values in {what} (e.g. fillna in a map_batches step), or leave allow_nan "
+                        "at its default: NaN / Infinity / -Infinity literals, which read_json, pandas and "
+                        "pyarrow read back")
+            elif self.fmt != "parquet":
                 hint += "; or use write_parquet, which holds nested, binary and tensor columns"
             raise UnsupportedTypeError(msg, hint) from err
         except Exception as err:  # noqa: BLE001 - name the file and the cause

@@ -283,7 +283,10 @@ class WriteMethods(DatasetMixin):
         Timestamps and dates become ISO-8601 strings (``read_json`` parses them back to
         timestamps), decimals strings, binary base64, tensors nested lists; integers are
         written exactly (``uint64`` beyond ``int64`` reads back as ``uint64``).
-        ``json_options`` go to ``json.dumps`` (e.g. ``ensure_ascii=False``).
+        ``json_options`` go to ``json.dumps`` (e.g. ``ensure_ascii=False``).  A float NaN or infinity is
+        written as Python's ``json`` writes it, ``NaN`` / ``Infinity`` / ``-Infinity``, which ``read_json``,
+        pandas and pyarrow read back (Ray Data writes ``null`` for NaN); parsers of strict JSON refuse them:
+        ``allow_nan=False`` refuses such a value, naming the column, rather than write it.
 
         A Dataset without rows writes one empty file: JSON lines say nothing of columns without a
         row, so ``read_json(path)`` gives 0 rows and no columns, ``read_json(path, schema=...)``
