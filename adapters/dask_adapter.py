@@ -291,13 +291,16 @@ class _BlockSlices:
     """
 
     def __init__(self, pieces: list[tuple[ray.ObjectRef, int, int]], offset: int, range_index: bool,
-                 arrow_strings: bool, nullable: frozenset[str] = frozenset()) -> None:
+                 arrow_strings: bool, nullable: frozenset[str] = frozenset(),
+                 categories: dict[str, Any] | None = None) -> None:
         self.pieces = pieces
         self.offset = offset
         self.range_index = range_index
         self.arrow_strings = arrow_strings
         #: Columns with a masked dtype in every partition (nulls or NaN in some block).
         self.nullable = nullable
+        #: Dictionary columns' categories, the same in every partition (:func:`shared_categories`).
+        self.categories = categories or {}
 
     def __dask_tokenize__(self) -> Any:
         return ("raybridge-block-slices", [(r.hex(), s, n) for r, s, n in self.pieces], self.offset)
@@ -306,24 +309,26 @@ class _BlockSlices:
         address = ray.get_runtime_context().gcs_address if ray.is_initialized() else None
         pieces = ray.cloudpickle.dumps(self.pieces)
         return (_rebuild_slices, (address, pieces, self.offset, self.range_index, self.arrow_strings,
-                                  self.nullable))
+                                  self.nullable, self.categories))
 
 
 def _rebuild_slices(address: str | None, pieces: bytes, offset: int, range_index: bool,
-                    arrow_strings: bool, nullable: frozenset[str] = frozenset()) -> _BlockSlices:
+                    arrow_strings: bool, nullable: frozenset[str] = frozenset(),
+                    categories: dict[str, Any] | None = None) -> _BlockSlices:
     if not ray.is_initialized():
         # A Dask worker outside Ray (distributed.Client): join the cluster that holds the blocks.
         ray.init(address=address, include_dashboard=False, configure_logging=False, log_to_driver=False)
-    return _BlockSlices(ray.cloudpickle.loads(pieces), offset, range_index, arrow_strings, nullable)
+    return _BlockSlices(ray.cloudpickle.loads(pieces), offset, range_index, arrow_strings, nullable, categories)
 
 
 def _load_partition(part: _BlockSlices) -> Any:
     import pandas as pd
 
     from bridge.block import concat_blocks
+    from bridge.pandas_types import with_categories
 
     tables = [t.slice(s, n) for t, (_, s, n) in zip(ray.get([r for r, _, _ in part.pieces]), part.pieces)]
-    df = _to_pandas(concat_blocks(tables), part.arrow_strings, part.nullable)
+    df = with_categories(_to_pandas(concat_blocks(tables), part.arrow_strings, part.nullable), part.categories)
     if part.range_index:
         df.index = pd.RangeIndex(part.offset, part.offset + len(df))
     return df
@@ -393,13 +398,14 @@ def dataset_to_dask(ds: Dataset, *, npartitions: int | None = None) -> Any:
 
     arrow_strings = pyarrow_strings_enabled()
     index = layout.index_columns
-    from bridge.pandas_types import nullable_columns
+    from bridge.pandas_types import nullable_columns, shared_categories, with_categories
 
     nullable = frozenset(nullable_columns(layout.refs))
     from bridge.block import empty_table
 
-    meta = _to_pandas(empty_table(schema), arrow_strings, nullable)
-    parts = [_BlockSlices(p, s, not index, arrow_strings, nullable) for p, (s, _) in zip(pieces, ranges)]
+    categories = shared_categories(layout.refs or layout.empty[:1], schema)
+    meta = with_categories(_to_pandas(empty_table(schema), arrow_strings, nullable), categories)
+    parts = [_BlockSlices(p, s, not index, arrow_strings, nullable, categories) for p, (s, _) in zip(pieces, ranges)]
     divisions = _divisions(pieces, index, [s for s, _ in ranges], total) if total else None
     if not index:
         import pandas as pd

@@ -155,27 +155,30 @@ class _BlockPartition:
 
     __slots__ = ("args",)
 
-    def __init__(self, block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> None:
-        self.args = (block, start, range_index, nullable)
+    def __init__(self, block: pa.Table, start: int, range_index: bool, nullable: frozenset[str],
+                 categories: dict[str, Any]) -> None:
+        self.args = (block, start, range_index, nullable, categories)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _partition_frame, self.args
 
 
-def _partition_frame(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> Any:
+def _partition_frame(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str],
+                     categories: dict[str, Any] | None = None) -> Any:
     import pandas as pd
 
-    from bridge.pandas_types import block_to_pandas
+    from bridge.pandas_types import block_to_pandas, with_categories
 
-    df = block_to_pandas(block, nullable, schema_attr=True, writable=False)
+    df = with_categories(block_to_pandas(block, nullable, schema_attr=True, writable=False), categories or {})
     if range_index:
         df.index = pd.RangeIndex(start, start + len(df))
     return df
 
 
 @ray.remote
-def _block_partition(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str]) -> _BlockPartition:
-    return _BlockPartition(block, start, range_index, nullable)
+def _block_partition(block: pa.Table, start: int, range_index: bool, nullable: frozenset[str],
+                     categories: dict[str, Any]) -> _BlockPartition:
+    return _BlockPartition(block, start, range_index, nullable, categories)
 
 
 def dataset_to_modin(ds: Dataset) -> Any:
@@ -188,13 +191,15 @@ def dataset_to_modin(ds: Dataset) -> Any:
     ensure_ray()
     layout = ds.block_layout()
     nonempty = layout.blocks
-    from bridge.pandas_types import block_to_pandas, nullable_columns
+    from bridge.pandas_types import block_to_pandas, nullable_columns, shared_categories, with_categories
 
     # One dtype per column in every partition: masked where any block has nulls (or NaN).
     nullable = frozenset(nullable_columns(layout.refs))
     from bridge.block import empty_table
 
-    meta = block_to_pandas(empty_table(layout.schema), nullable, schema_attr=True)
+    # The same categories in every partition (each block's own dictionary gave each its own codes).
+    categories = shared_categories(layout.refs or layout.empty[:1], layout.schema)
+    meta = with_categories(block_to_pandas(empty_table(layout.schema), nullable, schema_attr=True), categories)
     index_cols = layout.index_columns
     if _engine() != "Ray":
         # No Ray engine: build it from one pandas frame.
@@ -211,7 +216,7 @@ def dataset_to_modin(ds: Dataset) -> Any:
         return empty
 
     range_index = not index_cols
-    refs = [_block_partition.remote(r, s, range_index, nullable) for (r, _), s in zip(nonempty, layout.starts)]
+    refs = [_block_partition.remote(r, s, range_index, nullable, categories) for (r, _), s in zip(nonempty, layout.starts)]
     index = pd.RangeIndex(0, layout.num_rows) if range_index else None
     try:
         return from_partitions(refs, axis=0, index=index, columns=meta.columns,

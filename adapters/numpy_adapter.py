@@ -31,6 +31,9 @@ class NumpyAdapter:
 
         table = ds.to_arrow()
         if column is not None:
+            from bridge.dataset import check_numpy_column
+
+            check_numpy_column(column, table.column_names, "to_numpy")
             refuse_unions(table.select([column]).schema, "NumPy")
             return column_to_numpy(table.column(column))
         return to_numpy_batch(table)

@@ -235,7 +235,7 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
     cast that would change a value (300 in int8, 2.5 or NaN to an integer dtype; 2**53 + 1 in
     float64, 1e6 in float16), is refused.
     """
-    from .training_columns import check_dtype_columns, check_float_cast, check_integer_cast
+    from .training_columns import check_dtype_columns, check_float_cast, check_integer_cast, refuse_text_cast
 
     tf = _tf()
     where = "iter_tf_batches"
@@ -249,6 +249,8 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
             value = _to_tf_value(tf, block, name, spec, fill_nulls, where)
             tensor = value if isinstance(value, tf.RaggedTensor) else tf.convert_to_tensor(value, dtype=spec.dtype)
             want = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+            if want is not None and tensor.dtype == tf.string and want != tf.string:
+                refuse_text_cast(name, f"tf.{want.name}", where, every_column=not isinstance(dtypes, dict))
             if want is not None and (want.is_integer or want.is_floating):
                 # tf.cast wraps (300 -> 44 in int8), cuts 1.5 to 1, rounds 2**53 + 1 to 2**53 in float64
                 # and makes 1e6 inf in float16: refused, naming the value.

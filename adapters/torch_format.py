@@ -201,7 +201,7 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
     (``map_batches``): a null row of a list column is ``None`` in its list of
     tensors, as a variable-shape tensor's is, instead of an error.
     """
-    from .training_columns import check_dtype_columns, training_column
+    from .training_columns import check_dtype_columns, refuse_text_cast, training_column
 
     torch = _torch()
     check_dtype_columns(dtypes, block.column_names, "torch")
@@ -224,6 +224,8 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
             if col.kind == "dense":
                 out[name] = _dense_to_tensor(torch, name, col.value, dtype, own)
             elif col.kind == "strings":
+                if isinstance(dtypes, dict) and dtypes.get(name) is not None:
+                    refuse_text_cast(name, dtypes[name], "torch", every_column=False)
                 out[name] = col.value
             elif col.kind == "ragged":
                 assert col.row_lengths is not None

@@ -30,6 +30,7 @@ column and type in a process).
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import math
 import warnings
 from collections.abc import Callable
@@ -267,7 +268,7 @@ def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:
     column takes its nearest value (0.1 in float32), as any float written to it would."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
             or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        return pa.scalar(value, type=t)
+        return _exact_other(value, t)
     scalar = pa.scalar(value, type=t)
     back = scalar.as_py()
     if pa.types.is_floating(t):
@@ -276,6 +277,41 @@ def _exact_scalar(value: Any, t: pa.DataType) -> pa.Scalar:
         changed = back != value
     if changed:
         raise ValueError(f"as {t} it would be {back!r}")
+    return scalar
+
+
+def _exact_other(value: Any, t: pa.DataType) -> pa.Scalar:
+    """:func:`_exact_scalar` for the other values and types: ``pa.scalar(value, type=t)`` truncates without a
+    word (1.5 into ``timestamp[s]`` is 1 s, a datetime's microseconds into ``timestamp[s]`` are dropped,
+    ``Decimal("2.5")`` into int64 is 2, ``[9.5]`` into ``list<int64>`` is ``[9]``).  So the value is also
+    taken as the type pyarrow infers for it and cast to ``t`` with Arrow's safe cast, which refuses a
+    cast that changes a value; a number into a time-like type, which Arrow does not cast, must be whole."""
+    scalar = pa.scalar(value, type=t)
+    if getattr(value, "nanoseconds" if hasattr(value, "components") else "nanosecond", 0):
+        # A pandas Timestamp / Timedelta with nanoseconds: pyarrow infers microseconds for it (below, its
+        # nanoseconds would pass unseen); only a nanosecond unit holds it.
+        if getattr(t, "unit", None) != "ns":
+            raise ValueError(f"as {t} it would be {scalar.as_py()!r}")
+        return scalar
+    try:
+        inferred = pa.scalar(value)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
+        return scalar  # (nothing to compare with: as pyarrow takes it)
+    if inferred.type == t or not inferred.is_valid:
+        return scalar
+    try:
+        exact = inferred.cast(t, safe=True)
+    except pa.ArrowNotImplementedError:
+        whole = not isinstance(value, (float, np.floating)) or float(value).is_integer()
+        if isinstance(value, decimal.Decimal):
+            whole = value == value.to_integral_value()
+        if not whole:
+            raise ValueError(f"as {t} it would be {scalar.as_py()!r}") from None
+        return scalar
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ValueError(f"as {t} it would be {scalar.as_py()!r}") from None
+    if not exact.equals(scalar):
+        raise ValueError(f"as {t} it would be {scalar.as_py()!r}")
     return scalar
 
 
@@ -355,6 +391,18 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
         hint = f"cast it to float64: ds.map_batches(lambda t: t.set_column(t.schema.get_field_index({name!r}), " \
                f"{name!r}, t[{name!r}].cast('float64')), batch_format='pyarrow')"
     raise UnsupportedTypeError(msg, hint)
+
+
+def refuse_text_cast(name: str, want: Any, where: str, *, every_column: bool) -> None:
+    """A ``dtypes`` cast of text column ``name`` to ``want`` (a number type): torch would leave the text as it
+    is without a word (its strings stay lists), tf fails in its Cast kernel naming no column."""
+    msg = f"{where}: dtypes asks for column {name!r} as {want}, but it holds text, which is not cast to numbers"
+    if every_column:
+        hint = (f"pass dtypes as a dict naming only the number columns, e.g. dtypes={{'x': {want}}}; "
+                f"or turn {name!r} into numbers first (a vocabulary lookup in map_batches), or drop it")
+    else:
+        hint = f"leave {name!r} out of dtypes (text comes as strings), or turn it into numbers first in map_batches"
+    raise BridgeValueError(msg, hint)
 
 
 def check_dtype_columns(dtypes: Any, names: list[str], where: str) -> None:

@@ -158,7 +158,7 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         out = np.empty(len(col), dtype=object)
         out[:] = col.to_pylist()  # exact Python values (NumPy would make ints with nulls floats)
         return out
-    if pa.types.is_fixed_size_list(t) and col.null_count and not _inner_nulls(col):
+    if pa.types.is_fixed_size_list(t) and col.null_count and not inner_nulls(col):
         # The slots under a null row are nulls too: NumPy turned the whole child into floats for them
         # (int64 past 2**53 changed, ints came back as floats). The other rows' values, in their type.
         inner = column_to_numpy(pc.list_flatten(col))
@@ -167,7 +167,7 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
         for j, i in enumerate(np.flatnonzero(col.is_valid().to_numpy(zero_copy_only=False))):
             out[i] = inner[j * size:(j + 1) * size]
         return out
-    if is_list_like(t) and _inner_nulls(col):
+    if is_list_like(t) and inner_nulls(col):
         # NumPy would turn an inner null of list<int> into NaN (and the ints into floats): rows
         # become object arrays holding None instead, so nothing changes on the way back.
         out = np.empty(len(col), dtype=object)
@@ -187,7 +187,7 @@ def _object_row(values: list[Any]) -> np.ndarray:
     return out
 
 
-def _inner_nulls(col: pa.ChunkedArray | pa.Array) -> bool:
+def inner_nulls(col: pa.ChunkedArray | pa.Array) -> bool:
     """Whether a null lies anywhere below the rows of a list-like column, at any depth (structs' fields too)."""
     chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
     return any(_nulls_below(c) for c in chunks)

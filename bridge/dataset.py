@@ -997,7 +997,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> ray.get(bridge.range(4, override_num_blocks=2).to_numpy_refs(column="id"))
             [array([0, 1]), array([2, 3])]
         """
-        return [_block_to_numpy.remote(r, column) for r in self.to_arrow_refs()]
+        refs = self.to_arrow_refs()
+        if column is not None:
+            check_numpy_column(column, self.columns() or [], "to_numpy_refs")
+        return [_block_to_numpy.remote(r, column) for r in refs]
 
     # ------------------------------------------------------------------ interchange
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
@@ -1168,6 +1171,18 @@ def _block_to_pandas(block: Block) -> Any:
     return block_to_pandas(block, schema_attr=True)
 
 
+def check_numpy_column(column: Any, names: list[str], where: str) -> None:
+    """``column`` names one column of ``names``: else a clear error now, not a KeyError in a task."""
+    if isinstance(column, str) and column in names:
+        return
+    from bridge.errors import BridgeValueError
+
+    if not isinstance(column, str):
+        raise BridgeValueError(f"{where}(column={column!r}) takes one column name", f"pass one of {names}")
+    raise BridgeValueError(f"{where}(column={column!r}): the Dataset has no such column (columns: {names})",
+                           "name a column as ds.schema() does, or leave column= out for a dict of every column")
+
+
 @ray.remote
 def _block_to_numpy(block: Block, column: str | None) -> Any:
     if column is not None:
@@ -1175,4 +1190,4 @@ def _block_to_numpy(block: Block, column: str | None) -> Any:
     return batch_mod.to_numpy_batch(block)
 
 
-__all__ = ["Dataset", "MapLike", "MaterializedDataset", "Project"]
+__all__ = ["Dataset", "MapLike", "MaterializedDataset", "Project", "check_numpy_column"]

@@ -787,6 +787,66 @@ def nullable_columns(refs: list[Any]) -> set[str]:
 _SCAN_TASKS = 4
 
 
+def shared_categories(refs: list[Any], schema: pa.Schema) -> dict[str, Any]:
+    """One ``CategoricalDtype`` per dictionary column of ``schema``, of every category of the blocks behind
+    ``refs``: for targets converting each block alone whose partitions must agree (Dask, Modin).
+
+    Each block's own dictionary made each partition's categories, so the same code meant another value in
+    another partition (``x`` and ``z`` both code 0) and Dask's metadata said no category at all.  The
+    categories are every block's dictionary values in first-seen order, as ``to_pandas`` unifies them; an
+    *ordered* column whose blocks order them differently is refused (:func:`check_ordered_dictionaries`).
+    Columns whose blocks' dictionaries hold different value types are left out.
+    """
+    names = [f.name for f in schema if isinstance(f.type, pa.DictionaryType)]
+    if not names or not refs:
+        return {}
+    per = -(-len(refs) // _SCAN_TASKS)
+    found: dict[str, list[pa.Array]] = {n: [] for n in names}
+    for part in ray.get([_dictionaries_task.remote(names, *refs[i:i + per]) for i in range(0, len(refs), per)]):
+        for name, dicts in part.items():
+            found[name].extend(dicts)
+    out: dict[str, Any] = {}
+    for name, dicts in found.items():
+        typ = schema.field(name).type
+        if not dicts or any(not d.type.equals(typ.value_type) for d in dicts):
+            continue
+        pieces = [pa.DictionaryArray.from_arrays(pa.array([], typ.index_type), d, ordered=typ.ordered) for d in dicts]
+        check_ordered_dictionaries(pa.table({name: pa.chunked_array(pieces, type=typ)}))
+        values = pc.unique(pa.concat_arrays(dicts))
+        sample = pa.DictionaryArray.from_arrays(pa.array([], pa.int64()), values, ordered=typ.ordered)
+        out[name] = block_to_pandas(pa.table({name: sample}))[name].dtype
+    return out
+
+
+@ray.remote
+def _dictionaries_task(names: list[str], *blocks: Block) -> dict[str, list[pa.Array]]:
+    out: dict[str, list[pa.Array]] = {n: [] for n in names}
+    for block in blocks:
+        for name in names:
+            if name not in block.column_names:
+                continue
+            for chunk in block.column(name).chunks:
+                if isinstance(chunk, pa.DictionaryArray) and not any(chunk.dictionary.equals(d) for d in out[name]):
+                    out[name].append(chunk.dictionary)
+    return out
+
+
+def with_categories(df: pandas.DataFrame, categories: dict[str, Any]) -> pandas.DataFrame:
+    """``df`` with each column named in ``categories`` (see :func:`shared_categories`) on that dtype: the
+    codes remapped by value, no value changed."""
+    import pandas as pd
+
+    for name, dtype in categories.items():
+        col = df[name] if name in df.columns and df.columns.is_unique else None
+        if col is None or not isinstance(col.dtype, pd.CategoricalDtype):
+            continue
+        if not (col.cat.categories.equals(dtype.categories) and col.cat.ordered == dtype.ordered):
+            # (set_categories, not astype: an unordered dtype of the same categories in another order
+            # compares equal, and astype keeps the codes of that other order)
+            df[name] = col.cat.set_categories(dtype.categories, ordered=dtype.ordered)
+    return df
+
+
 @ray.remote
 def _needs_nullable_task(*blocks: Block) -> set[str]:
     found: set[str] = set()

@@ -115,6 +115,8 @@ class BlockLayout:
     blocks: list[tuple[ray.ObjectRef, int]]
     starts: list[int]
     num_rows: int
+    #: The blocks of no rows (what an empty Dataset still says of its dictionaries' values).
+    empty: list[ray.ObjectRef] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, bundles: Iterable[RefBundle]) -> BlockLayout:
@@ -128,7 +130,8 @@ class BlockLayout:
         for _, n in blocks:
             starts.append(total)
             total += n
-        return cls(first_schema(metas) or pa.schema([]), blocks, starts, total)
+        empty = [r for r, m in zip(refs, metas) if not m.num_rows]
+        return cls(first_schema(metas) or pa.schema([]), blocks, starts, total, empty)
 
     @property
     def index_columns(self) -> list[str]:

@@ -214,8 +214,9 @@ def iter_counted_batches(
 
 def _has_nulls(table: Block) -> bool:
     # NumPy batches of a column with nulls are object arrays, of one without them
-    # numeric: converting batch by batch keeps each batch's dtype what it was.
-    return any(col.null_count for col in table.columns)
+    # numeric: converting batch by batch keeps each batch's dtype what it was.  A list
+    # column's rows are object arrays where a null lies inside some row: those count too.
+    return any(col.null_count or batch_mod.inner_nulls(col) for col in table.columns)
 
 
 #: The consumer's own time over the last ``_WINDOW`` items (its loop body) above this share of the
