@@ -269,19 +269,41 @@ def map_batches_transform(user: UserFn, batch_format: str, batch_size: int | Non
         # The torch converter takes a batch's pieces as they are (a batch straddling two blocks is
         # copied once, straight into pinned memory, instead of joined in Arrow and then copied).
         batches = rebatch_pieces(blocks, batch_size) if fmt == "torch" else rebatch(blocks, batch_size)
+        empty: Any = None
+        produced = False
         for b in batches:
-            if b.num_rows == 0 and (b.num_columns > 0 and batch_size is not None or _no_output(b)):
+            if b.num_rows == 0:
+                # Not a batch (as in Ray Data): a function giving one row per batch gave a row for each block
+                # a filter had emptied, and one reading b["x"][0] failed.  See the schema probe below.
+                if batch_size is None and not _no_output(b) and empty is None:
+                    empty = b
                 continue
             out = call_user_fn(fn, to_batch(b), user, ctx, label)
             results = out if _is_generator(out) or isinstance(out, _Yielded) else [out]
             for res in results:
-                try:
-                    yield batch_mod.to_block(res, like=b.schema)
-                except batch_mod.BatchTypeError as err:
-                    raise _bad_output(label, ctx, err, "a dict of column name -> array, a pandas.DataFrame "
-                                      "or a pyarrow.Table (one batch), or yield several") from err
+                produced = True
+                yield to_output_block(res, b, label, ctx)
+        if empty is not None and not produced:
+            # Only empty blocks came: the function's output columns, with no rows, so that an emptied
+            # Dataset still has a schema.  Where it fails on an empty batch, the task has no output.
+            try:
+                out = call_user_fn(fn, to_batch(empty), user, ctx, label)
+                results = list(out) if _is_generator(out) or isinstance(out, _Yielded) else [out]
+                first = batch_mod.to_block(results[0], like=empty.schema) if results else None
+            except Exception:  # noqa: BLE001 - a function not written for empty batches: Ray Data never calls it so
+                first = None
+            if first is not None:
+                yield first.slice(0, 0)
 
     return BlockTransform(run, label, user)
+
+
+def to_output_block(res: Any, b: Any, label: str, ctx: TaskContext) -> Block:
+    try:
+        return batch_mod.to_block(res, like=b.schema)
+    except batch_mod.BatchTypeError as err:
+        raise _bad_output(label, ctx, err, "a dict of column name -> array, a pandas.DataFrame "
+                          "or a pyarrow.Table (one batch), or yield several") from err
 
 
 def _awaited(out: Any) -> Any:
@@ -428,7 +450,13 @@ def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) 
                 yield b
                 continue
             batch = batch_mod.to_batch(b, fmt)
-            value = call_user_fn(fn, batch, user, ctx, label)
+            if b.num_rows == 0:
+                try:
+                    value = call_user_fn(fn, batch, user, ctx, label)
+                except Exception:  # noqa: BLE001 - a function not written for an empty batch (df.iloc[0]):
+                    value = pa.nulls(0)  # Ray Data never calls it on one; the column's type comes from others
+            else:
+                value = call_user_fn(fn, batch, user, ctx, label)
             if fmt == "pandas":
                 value = _aligned(value, batch)
             if value is None or isinstance(value, (bool, int, float, str, bytes)) or (

@@ -33,11 +33,11 @@ class IngestMethods(DatasetMixin):
             >>> bridge.range(3).repeat(2).take_all()
             [{'id': 0}, {'id': 1}, {'id': 2}, {'id': 0}, {'id': 1}, {'id': 2}]
         """
-        from bridge.errors import BridgeError
+        from bridge.errors import BridgeValueError
         from bridge.ops.epochs import Repeat
 
         if times is not None and (not isinstance(times, int) or times < 0):
-            raise BridgeError(f"repeat(times) needs a non-negative int or None; got {times!r}", "call repeat(3)")
+            raise BridgeValueError(f"repeat(times) needs a non-negative int or None; got {times!r}", "call repeat(3)")
         return self._with(Repeat([self._plan], times))
 
     def randomize_block_order(self, *, seed: int | None = None) -> Dataset:

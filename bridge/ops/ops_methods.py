@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bridge.dataset_mixin import DatasetMixin
-from bridge.errors import BridgeError
 from bridge.plan.logical import AllToAll
 
 if TYPE_CHECKING:
@@ -192,9 +191,12 @@ class GlobalOpsMethods(DatasetMixin):
         """
         from bridge.ops.grouped_data import GroupedData
 
-        keys = [] if key is None else [key] if isinstance(key, str) else list(key)
+        keys = [] if key is None else [key] if isinstance(key, str) else list(key) if isinstance(key, (list, tuple)) \
+            else [key]
         if (key is not None and not keys) or not all(isinstance(k, str) for k in keys):
-            raise BridgeError(f"groupby: key must be a column name or a list of them; got {key!r}",
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"groupby: key must be a column name or a list of them; got {key!r}",
                               'call ds.groupby("k") or ds.groupby(["k1", "k2"])')
         return GroupedData(self._ds, keys)
 

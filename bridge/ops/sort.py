@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from bridge.block import Block, concat_blocks
 from bridge.context import DataContext
-from bridge.errors import BridgeError
+from bridge.errors import BridgeValueError
 from bridge.execution.bundle import RefBundle
 from bridge.ops import exchange
 from bridge.ops.exchange import SortKeys
@@ -28,14 +28,14 @@ from bridge.ops.held_exchange import run_exchange
 
 def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> SortKeys:
     """``key``/``descending`` as given by the user -> ``[(column, order), ...]``."""
-    keys = [key] if isinstance(key, str) else list(key)
+    keys = [key] if isinstance(key, str) else list(key) if isinstance(key, (list, tuple)) else []
     if not keys or not all(isinstance(k, str) for k in keys):
         msg = f"sort: key must be a column name or a non-empty list of column names; got {key!r}"
-        raise BridgeError(msg, 'call ds.sort("x") or ds.sort(["x", "y"], descending=[False, True])')
+        raise BridgeValueError(msg, 'call ds.sort("x") or ds.sort(["x", "y"], descending=[False, True])')
     flags = [descending] * len(keys) if isinstance(descending, bool) else list(descending)
     if len(flags) != len(keys):
         msg = f"sort: {len(keys)} key(s) {keys} but {len(flags)} descending flag(s) {flags}"
-        raise BridgeError(msg, "pass one descending flag per key, or a single bool for all keys")
+        raise BridgeValueError(msg, "pass one descending flag per key, or a single bool for all keys")
     return [(k, "descending" if d else "ascending") for k, d in zip(keys, flags)]
 
 

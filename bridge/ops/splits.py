@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import ray
 
 from bridge.block import BlockMetadata
-from bridge.errors import BridgeError, BridgeValueError
+from bridge.errors import BridgeValueError
 from bridge.execution.bundle import RefBundle, slice_block
 from bridge.plan.logical import InputData
 
@@ -85,7 +85,7 @@ def split(ds: Dataset, n: int, *, equal: bool = False) -> list[MaterializedDatas
     """``n`` contiguous parts; sizes differ by at most one row (``equal=True``: identical, the
     remainder of fewer than ``n`` rows dropped, with a ``UserWarning`` saying how many)."""
     if not isinstance(n, int) or n < 1:
-        raise BridgeError(f"split(n) needs a positive number of parts; got {n!r}", "call split(2)")
+        raise BridgeValueError(f"split(n) needs a positive number of parts; got {n!r}", "call split(2)")
     bundles = _bundles_of(ds)
     total = sum(b.num_rows for b in bundles)
     base, extra = divmod(total, n)
@@ -116,7 +116,7 @@ def split_at_indices(ds: Dataset, indices: Sequence[int]) -> list[MaterializedDa
     idx = list(indices)
     if any(not isinstance(i, int) or i < 0 for i in idx) or idx != sorted(idx):
         msg = f"split_at_indices needs non-negative, sorted row indices; got {idx}"
-        raise BridgeError(msg, "pass e.g. split_at_indices([100, 250])")
+        raise BridgeValueError(msg, "pass e.g. split_at_indices([100, 250])")
     return _cut_at(_bundles_of(ds), idx)
 
 
@@ -149,7 +149,7 @@ def split_proportionately(ds: Dataset, proportions: Sequence[float]) -> list[Mat
     """
     if not proportions or any(p <= 0 for p in proportions) or sum(proportions) >= 1:
         msg = f"proportions must be positive and sum to less than 1; got {list(proportions)}"
-        raise BridgeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
+        raise BridgeValueError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
     bundles = _bundles_of(ds)  # one run: the sizes are computed from the very rows that are cut
     total = sum(b.num_rows for b in bundles)
     op = f"split_proportionately({list(proportions)})"
@@ -169,7 +169,7 @@ def train_test_split(
     """
     if isinstance(test_size, float) and not 0 < test_size < 1:
         msg = f"train_test_split: a float test_size must lie in (0, 1); got {test_size}"
-        raise BridgeError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
+        raise BridgeValueError(msg, "pass a fraction such as 0.25, or a row count such as 1000")
     if stratify is not None:
         return _stratified_split(ds, test_size, shuffle, stratify)
     if shuffle:
@@ -189,7 +189,7 @@ def train_test_split(
         raise BridgeValueError(msg, "pass a row count between 1 and the row count minus 1, or a fraction such as 0.2")
     else:
         msg = f"train_test_split: test_size must be a fraction in (0, 1) or a row count; got {test_size!r}"
-        raise BridgeError(msg, "pass e.g. test_size=0.2")
+        raise BridgeValueError(msg, "pass e.g. test_size=0.2")
     train, test = _cut_at(bundles, idx)
     return train, test
 
@@ -230,7 +230,7 @@ def _stratified_split(ds: Dataset, test_size: float | int, shuffle: bool, strati
         if not isinstance(test_size, int) or isinstance(test_size, bool) or not 0 <= test_size <= total:
             msg = (f"train_test_split: test_size must be a fraction in (0, 1) or a row count <= {total}; "
                    f"got {test_size!r}")
-            raise BridgeError(msg, "pass e.g. test_size=0.2")
+            raise BridgeValueError(msg, "pass e.g. test_size=0.2")
         fraction = test_size / total if total else 0.0
     flagged = ds.groupby(stratify).map_groups(partial(_flag_group, fraction=fraction),
                                               batch_format="pyarrow").materialize()
