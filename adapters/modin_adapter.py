@@ -216,7 +216,8 @@ def dataset_to_modin(ds: Dataset) -> Any:
         return empty
 
     range_index = not index_cols
-    refs = [_block_partition.remote(r, s, range_index, nullable, categories) for (r, _), s in zip(nonempty, layout.starts)]
+    shared: Any = ray.put(categories) if categories else {}  # (put once, not pickled into every task's arguments)
+    refs = [_block_partition.remote(r, s, range_index, nullable, shared) for (r, _), s in zip(nonempty, layout.starts)]
     index = pd.RangeIndex(0, layout.num_rows) if range_index else None
     try:
         return from_partitions(refs, axis=0, index=index, columns=meta.columns,

@@ -30,6 +30,7 @@ column and type in a process).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import decimal
 import math
 import warnings
@@ -293,10 +294,15 @@ def _exact_other(value: Any, t: pa.DataType) -> pa.Scalar:
         if getattr(t, "unit", None) != "ns":
             raise ValueError(f"as {t} it would be {scalar.as_py()!r}")
         return scalar
+    if pa.types.is_date(t) and isinstance(value, datetime.datetime) and (value.time() != datetime.time(0)
+                                                                         or value.tzinfo is not None):
+        raise ValueError(f"as {t} it would be {scalar.as_py()!r} (the time of day dropped)")
+    if pa.types.is_decimal(t):
+        return scalar  # (pyarrow refuses a decimal that loses digits itself; an int cast safely may not fit)
     try:
         inferred = pa.scalar(value)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError):
-        return scalar  # (nothing to compare with: as pyarrow takes it)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError):
+        return scalar  # (nothing to compare with, e.g. an int beyond int64 for a uint64 list: as pyarrow takes it)
     if inferred.type == t or not inferred.is_valid:
         return scalar
     try:

@@ -87,11 +87,10 @@ def write_ipc(table: pa.Table) -> pa.Buffer:
 
 
 def _empty_batch(table: pa.Table) -> pa.RecordBatch:
-    """A record batch of no rows keeping each column's first chunk (its dictionary, where it has one)."""
-    from bridge.arrow_values import empty_array
+    """A record batch of no rows keeping each dictionary column's values (:func:`bridge.block.empty_like`)."""
+    from bridge.block import empty_like
 
-    columns = [col.chunk(0).slice(0, 0) if col.num_chunks else empty_array(col.type) for col in table.columns]
-    return pa.RecordBatch.from_arrays(columns, schema=table.schema)
+    return pa.RecordBatch.from_arrays([col.chunk(0) for col in empty_like(table).columns], schema=table.schema)
 
 
 def table_from_ipc(buffer: pa.Buffer) -> pa.Table:

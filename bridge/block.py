@@ -9,6 +9,7 @@ describe them with :class:`BlockMetadata`.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeAlias
@@ -250,6 +251,41 @@ def take_rows(block: Block, indices: pa.Array) -> Block:
     return unify_dictionaries(block).take(indices)
 
 
+def empty_like(block: Block) -> Block:
+    """A table of no rows of ``block``'s schema holding none of its buffers, each dictionary column on its
+    values still (a ``Categorical``'s categories: pyarrow's filter to no rows leaves no chunk, and with no
+    chunk no dictionary; ``block.slice(0, 0)`` would keep every buffer of the block alive).  A column with a
+    dictionary nested inside is sliced to no rows (its buffers held: rare)."""
+    if block.num_columns == 0:
+        return table_without_columns(0, block.schema.metadata)
+    from bridge.arrow_values import empty_array
+
+    columns = []
+    for col in block.columns:
+        t = col.type
+        if isinstance(t, pa.DictionaryType) and col.num_chunks:
+            values = next((c.dictionary for c in col.chunks if len(c.dictionary)), col.chunk(0).dictionary)
+            columns.append(pa.DictionaryArray.from_arrays(pa.array([], t.index_type), values, ordered=t.ordered))
+        elif col.num_chunks and _has_dictionary(t):
+            columns.append(col.chunk(0).slice(0, 0))  # (a dictionary inside: its values kept by a slice)
+        else:
+            columns.append(empty_array(t))
+    return pa.Table.from_arrays(columns, schema=block.schema)
+
+
+def _order_key(value: Any) -> Any:
+    """A dictionary value as a key that tells what Arrow's unification tells apart: every NaN one key
+    (each ``to_pylist`` makes a new NaN object, never equal to another), 0.0 and -0.0 two, and a list or
+    struct value (unhashable) by its text."""
+    if isinstance(value, float):
+        return ("nan",) if value != value else ("float", value, math.copysign(1.0, value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("text", repr(value))
+    return value
+
+
 def check_ordered_dictionaries(table: Block) -> None:
     """Refuse an *ordered* dictionary column whose chunks order their values differently (two ordered
     ``Categorical`` frames with categories ``[low, high]`` and ``[high, low]``).
@@ -270,9 +306,10 @@ def check_ordered_dictionaries(table: Block) -> None:
         merged: dict[Any, int] = {}
         for d in [first, *dicts]:
             values = d.to_pylist()
-            for v in values:
-                merged.setdefault(v, len(merged))
-            positions = [merged[v] for v in values]
+            keys = [_order_key(v) for v in values]
+            for k in keys:
+                merged.setdefault(k, len(merged))
+            positions = [merged[k] for k in keys]
             if positions != sorted(positions):
                 from bridge.errors import SchemaMismatchError
 

@@ -826,7 +826,9 @@ def _dictionaries_task(names: list[str], *blocks: Block) -> dict[str, list[pa.Ar
             if name not in block.column_names:
                 continue
             for chunk in block.column(name).chunks:
-                if isinstance(chunk, pa.DictionaryArray) and not any(chunk.dictionary.equals(d) for d in out[name]):
+                # (against the last few kept only: blocks of one source share a dictionary; repeats the
+                # driver's unique() drops)
+                if isinstance(chunk, pa.DictionaryArray) and not any(chunk.dictionary.equals(d) for d in out[name][-4:]):
                     out[name].append(chunk.dictionary)
     return out
 

@@ -103,3 +103,37 @@ def test_from_modin_keeps_the_columns_axis_name_and_level_names():
     mi = mpd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("x", "a"), ("x", "b")], names=["top", "sub"]))
     cols = bridge.from_modin(mi).to_pandas().columns
     assert list(cols) == [("x", "a"), ("x", "b")] and list(cols.names) == ["top", "sub"]
+
+
+def test_an_expression_filter_to_no_rows_keeps_the_categories_and_no_buffers():
+    df = pd.DataFrame({"c": pd.Categorical(["lo", "hi"], categories=["lo", "mid", "hi"], ordered=True),
+                       "x": [1, 2]})
+    _assert_categories(bridge.from_pandas(df).filter(expr="x > 5").to_pandas())
+    from bridge.block import empty_like
+
+    big = pa.table({"c": pa.DictionaryArray.from_arrays(pa.array([0] * 100_000, pa.int8()), pa.array(["a", "b"])),
+                    "v": pa.array(range(100_000))})
+    empty = empty_like(big)
+    assert empty.num_rows == 0 and empty.schema == big.schema
+    assert empty.column("c").chunk(0).dictionary.to_pylist() == ["a", "b"]
+    assert empty.get_total_buffer_size() < 1_000  # none of the block's buffers held
+
+
+def test_an_empty_block_of_several_chunks_keeps_the_categories_through_the_store():
+    typ = pa.dictionary(pa.int8(), pa.string())
+    none_yet = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array([], pa.string()))])
+    some = pa.chunked_array([pa.DictionaryArray.from_arrays(pa.array([], pa.int8()), pa.array(["a", "b"]))])
+    table = pa.table({"c": pa.chunked_array([*none_yet.chunks, *some.chunks], type=typ)})
+    back = ray.get(ray.put(table))
+    assert back.column("c").chunk(0).dictionary.to_pylist() == ["a", "b"]
+
+
+def test_equal_float_dictionaries_with_nan_or_signed_zeros_are_not_refused():
+    for values in ([float("nan"), 1.0], [0.0, -0.0, 1.0]):
+        typ = pa.dictionary(pa.int8(), pa.float64(), ordered=True)
+        chunks = [pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(values), ordered=True)
+                  for _ in range(2)]
+        table = pa.table({"f": pa.chunked_array(chunks, type=typ)})
+        from bridge.block import take_rows
+
+        assert take_rows(table, pa.array([0, 3])).num_rows == 2

@@ -138,3 +138,15 @@ def test_to_numpy_of_a_missing_column_names_the_columns():
     with pytest.raises(BridgeValueError, match=r"to_numpy_refs\(column='z'\)"):
         ds.to_numpy_refs(column="z")
     assert ray.get(ds.to_numpy_refs(column="x"))[0].tolist() == [1]
+
+
+def test_fill_nulls_of_an_unsigned_list_beyond_int64_and_a_datetime_into_a_date():
+    import tensorflow as tf  # noqa: F401
+
+    from raybridge_adapters.tf_adapter import make_tf_formatter
+
+    out = make_tf_formatter(fill_nulls={"l": [2**63]})(pa.table({"l": pa.array([[1, 2], None], pa.list_(pa.uint64()))}))
+    assert out["l"].to_list() == [[1, 2], [2**63]]
+    with pytest.raises(UnsupportedTypeError, match="time of day dropped"):
+        _filled(pa.array([5, None], pa.date32()), dt.datetime(2020, 1, 1, 5))
+    assert _filled(pa.array([5, None], pa.date32()), dt.datetime(2020, 1, 1)) == [5, 18262]

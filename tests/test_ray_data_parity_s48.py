@@ -50,3 +50,9 @@ def test_add_column_of_a_function_reading_the_first_row_skips_emptied_blocks():
 def test_bad_arguments_are_value_errors_as_in_ray_data(call):
     with pytest.raises(ValueError):
         call(bridge.range(5))
+
+
+def test_sort_and_groupby_keys_given_as_other_iterables():
+    ds = bridge.from_items([{"a": 2, "b": 1}, {"a": 1, "b": 2}])
+    assert [r["a"] for r in ds.sort(np.array(["a"])).take_all()] == [1, 2]
+    assert ds.groupby(("a", "b")).count().count() == 2

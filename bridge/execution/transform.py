@@ -384,10 +384,12 @@ def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransfo
 
 
 def _kept(block: Block, filtered: Block) -> Block:
-    """``filtered``, or where no row is left, ``block``'s first rows of none: pyarrow's filter leaves a
-    table of no chunks, and with no chunk a dictionary column has no dictionary (a ``Categorical``
-    filtered to no rows came back with no categories)."""
-    return filtered if filtered.num_rows else block.slice(0, 0)
+    """``filtered``, or where no row is left, :func:`~bridge.block.empty_like` ``block``: pyarrow's filter
+    leaves a table of no chunks, and with no chunk a dictionary column has no dictionary (a
+    ``Categorical`` filtered to no rows came back with no categories)."""
+    from bridge.block import empty_like
+
+    return filtered if filtered.num_rows else empty_like(block)
 
 
 def project_transform(

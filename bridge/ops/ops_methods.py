@@ -8,6 +8,7 @@ in the object store (spilling to disk when it is full), never on the driver.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from bridge.dataset_mixin import DatasetMixin
@@ -191,7 +192,7 @@ class GlobalOpsMethods(DatasetMixin):
         """
         from bridge.ops.grouped_data import GroupedData
 
-        keys = [] if key is None else [key] if isinstance(key, str) else list(key) if isinstance(key, (list, tuple)) \
+        keys = [] if key is None else [key] if isinstance(key, str) else list(key) if isinstance(key, Iterable) \
             else [key]
         if (key is not None and not keys) or not all(isinstance(k, str) for k in keys):
             from bridge.errors import BridgeValueError

@@ -13,6 +13,7 @@ globally sorted.  Nulls and NaN sort last, ascending or descending (as pandas'
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -28,7 +29,7 @@ from bridge.ops.held_exchange import run_exchange
 
 def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> SortKeys:
     """``key``/``descending`` as given by the user -> ``[(column, order), ...]``."""
-    keys = [key] if isinstance(key, str) else list(key) if isinstance(key, (list, tuple)) else []
+    keys = [key] if isinstance(key, str) else list(key) if isinstance(key, Iterable) else []
     if not keys or not all(isinstance(k, str) for k in keys):
         msg = f"sort: key must be a column name or a non-empty list of column names; got {key!r}"
         raise BridgeValueError(msg, 'call ds.sort("x") or ds.sort(["x", "y"], descending=[False, True])')

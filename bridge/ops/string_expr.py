@@ -713,6 +713,7 @@ def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
 def expr_filter_transform(expr: Any, label: str) -> BlockTransform:
     """``filter(expr=...)`` (a :class:`FilterExpr` or a pyarrow expression) as a block transform; Arrow's
     errors become ours, and a column the block lacks raises ``SchemaMismatchError``."""
+    from bridge.block import empty_like
     from bridge.execution.transform import BlockTransform
 
     keep: Callable[[pa.Table], Any] = expr.mask if isinstance(expr, FilterExpr) else (lambda b: expr)
@@ -723,9 +724,10 @@ def expr_filter_transform(expr: Any, label: str) -> BlockTransform:
                 yield b
                 continue
             try:
-                yield b.filter(keep(b))
+                out = b.filter(keep(b))
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, _MissingColumn) as err:
                 raise _refused(err, b, label, expr) from err
+            yield out if out.num_rows else empty_like(b)  # (no chunk left: no dictionary, no categories)
 
     return BlockTransform(run, label)
 
