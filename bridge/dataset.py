@@ -93,6 +93,11 @@ def writable_batches(fn: Any) -> Any:
 
 def _unique_columns(op: str, cols: list[str] | str) -> list[str]:
     """``cols`` as a list; a name given twice is refused (as Ray Data does) rather than duplicated or failing in a task."""
+    if isinstance(cols, (set, frozenset)):
+        from bridge.errors import BridgeTypeError
+
+        msg = f"{op}: got a set of column names, whose order changes from run to run: {sorted(cols)}"
+        raise BridgeTypeError(msg, f"pass a list, in the order you want: {op}({sorted(cols)})")
     cols = [cols] if isinstance(cols, str) else list(cols)
     repeated = sorted({c for c in cols if cols.count(c) > 1})
     if repeated:

@@ -367,6 +367,11 @@ def from_items(items: Iterable[Any], *, override_num_blocks: int | None = None) 
     if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
         msg = f"from_items() needs a list (or iterable) of rows; got {type(items).__name__}"
         raise BridgeError(msg, 'pass a list such as [{"x": 1}, {"x": 2}]')
+    if isinstance(items, Mapping):
+        # Iterating a dict gives its keys: one row {"item": key} per key, and the values were lost.
+        msg = f"from_items() got a dict ({len(items)} keys), whose iteration gives its keys, not rows"
+        raise BridgeTypeError(msg, "a dict of columns: bridge.from_numpy(d) or from_pandas(pd.DataFrame(d)); "
+                                   "one row: from_items([d])")
     frame_kind = f"{type(items).__module__.split('.')[0]}.{type(items).__name__}"
     if type(items).__name__ in ("DataFrame", "Table", "RecordBatch") or hasattr(items, "__arrow_c_stream__"):
         # Iterating a frame gives its column names: one row per column name, and the data was lost.
@@ -454,7 +459,12 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
     for df in frames:
         if not (type(df).__module__.startswith("pandas") and hasattr(df, "columns")):
             msg = f"from_pandas() needs pandas.DataFrame objects; got {type(df).__name__}"
-            raise BridgeError(msg, "use bridge.from_any(obj) for other frame types")
+            hint = "use bridge.from_any(obj) for other frame types (Dask, Modin, polars, Arrow)"
+            if type(df).__module__.startswith("pandas") and hasattr(df, "to_frame"):
+                hint = "a Series is one column: pass series.to_frame() (named by series.name)"
+            elif isinstance(df, Mapping):
+                hint = "rows as dicts: bridge.from_items(rows); a dict of columns: from_pandas(pd.DataFrame(d))"
+            raise BridgeError(msg, hint)
         n = in_memory_num_blocks(int(df.memory_usage(index=False, deep=False).sum()), len(df), override_num_blocks)
         if len(frames) > 1 and override_num_blocks is None:
             n = 1

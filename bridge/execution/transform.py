@@ -153,8 +153,20 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
         raise
     except Exception as err:
         msg = f"{op}: user function {user.label} raised {type(err).__name__}: {err} (input block {ctx.task_index})"
-        raise UserCodeError(msg, "fix the function; the original traceback is chained above",
+        raise UserCodeError(msg + _user_frames(err), "fix the function at the line above",
                             operator=op, block_index=ctx.task_index, original=err) from err
+
+
+def _user_frames(err: BaseException, most: int = 4) -> str:
+    """The innermost frames of ``err``'s traceback below :func:`call_user_fn`, as Python prints them: the
+    traceback itself does not survive the trip from a Ray worker to the driver (the chained exception
+    came with no frame, so the user saw no file and no line)."""
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)[1:]  # (the first is call_user_fn's own call)
+    if not frames:
+        return ""
+    return "\n" + "".join(traceback.format_list(frames[-most:])).rstrip()
 
 
 def _bad_output(op: str, ctx: TaskContext, err: Exception, expected: str) -> UserCodeError:
@@ -377,7 +389,14 @@ def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransfo
         assert user is not None
         fn = user.resolve(label)
         for b in blocks:
-            keep = [bool(call_user_fn(fn, r, user, ctx, label)) for r in batch_mod.block_to_rows(b)]
+            answers = [call_user_fn(fn, r, user, ctx, label) for r in batch_mod.block_to_rows(b)]
+            if answers and answers[0] is None:
+                # A predicate without `return` (def keep(r): r["x"] > 2) dropped every row without a word.
+                raise UserCodeError(f"{label}: the function returned None for a row (input block {ctx.task_index}); "
+                                    "a filter's function must return True to keep the row, False to drop it",
+                                    "add the missing return: def keep(row): return row['x'] > 2",
+                                    operator=label, block_index=ctx.task_index)
+            keep = [bool(a) for a in answers]
             yield _kept(b, b.filter(pa.array(keep, type=pa.bool_()))) if keep else b
 
     return BlockTransform(run, label, user)
