@@ -212,9 +212,23 @@ _LAZY = {
 }
 
 
+#: Ray Data 2.60 module functions raybridge does not have: asking for one says so and how to reach it.
+_RAY_DATA_ONLY = frozenset({
+    "read_tfrecords", "read_webdataset", "read_sql", "read_orc", "read_avro", "read_delta", "read_iceberg",
+    "read_lance", "read_mongo", "read_bigquery", "read_databricks_tables", "read_hudi", "read_clickhouse",
+    "read_snowflake", "read_kafka", "read_mcap", "read_audio", "read_videos", "from_huggingface", "from_daft",
+    "from_tf", "from_torch", "Datasink", "ExecutionOptions",
+})
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _RAY_DATA_ONLY:
+            raise AttributeError(
+                f"module 'bridge' has no attribute {name!r}: Ray Data's ray.data.{name} is not part of raybridge\n\n"
+                f"Hint: use Ray Data's and convert: bridge.from_ray_data(ray.data.{name}(...)); see README "
+                "'Coming from Ray Data'")
         raise AttributeError(f"module 'bridge' has no attribute {name!r}")
     import importlib
 

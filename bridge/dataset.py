@@ -143,6 +143,16 @@ def check_datasets(method: str, others: tuple[Any, ...]) -> None:
             raise BridgeTypeError(msg, hint)
 
 
+#: Ray Data 2.60 ``Dataset`` methods raybridge does not have: asking for one says so and how to reach it.
+RAY_DATA_ONLY_METHODS = frozenset({
+    "join", "with_columns", "explain", "write_images", "write_tfrecords", "write_datasink",
+    "streaming_train_test_split", "iter_jax_batches", "set_name", "copy", "summary", "mix",
+    "to_random_access_dataset", "get_dataset_id", "write_orc", "write_sql", "write_delta", "write_iceberg",
+    "write_lance", "write_kafka", "write_mongo", "write_bigquery", "write_snowflake", "write_clickhouse",
+    "write_turbopuffer", "write_webdataset", "to_daft", "serialize_lineage", "deserialize_lineage",
+})
+
+
 class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
     """A distributed table of Arrow blocks with lazy transforms.  See the module docstring.
 
@@ -157,6 +167,15 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         >>> ds.take_all()
         [{'id': 0}, {'id': 10}, {'id': 20}, {'id': 30}]
     """
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a name the class does not have: Ray Data's methods raybridge lacks say so.
+        if name in RAY_DATA_ONLY_METHODS:
+            raise AttributeError(
+                f"'Dataset' object has no attribute {name!r}: Ray Data's Dataset.{name} is not part of raybridge\n\n"
+                f"Hint: convert and use Ray Data's: bridge.from_ray_data(ds.to_ray_data().{name}(...)), or "
+                "see README 'Coming from Ray Data' for raybridge's equivalents")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
 
     def __init__(self, plan: LogicalOp, stats_parent: DatasetStats | None = None) -> None:
         self._plan = plan

@@ -54,3 +54,38 @@ def test_from_pandas_of_a_series_or_rows_says_what_to_pass():
     with pytest.raises(BridgeError, match="got dict") as info:
         bridge.from_pandas([{"a": 1}])
     assert "from_items(rows)" in info.value.hint
+
+
+def test_pandas_style_and_or_in_a_filter_expression_says_to_write_and_or():
+    ds = bridge.from_items([{"x": i} for i in range(6)])
+    with pytest.raises(bridge.BridgeValueError, match="'&' joins bits") as info:
+        ds.filter(expr="(x > 1) & (x < 3)")
+    assert "expr='x > 1 and x < 3'" in info.value.hint
+    with pytest.raises(bridge.BridgeValueError, match="'[|]' joins bits"):
+        ds.filter(expr="(x > 4) | (x < 1)")
+    assert ds.filter(expr="x > 1 and x < 3").take_all() == [{"x": 2}]
+
+
+def test_argument_types_users_pass_to_sort_and_split_at_indices():
+    import numpy as np
+
+    ds = bridge.from_items([{"x": i} for i in range(4)])
+    assert [r["x"] for r in ds.sort("x", descending=np.bool_(True)).take_all()] == [3, 2, 1, 0]
+    assert [r["x"] for r in ds.sort("x", descending=1).take_all()] == [3, 2, 1, 0]
+    with pytest.raises(bridge.BridgeValueError, match="got 'false'"):
+        ds.sort("x", descending="false")
+    with pytest.raises(bridge.BridgeValueError, match="needs a list of row indices; got 2") as info:
+        ds.split_at_indices(2)
+    assert "split_at_indices([2])" in info.value.hint
+
+
+def test_ray_data_names_raybridge_lacks_say_so_and_how_to_reach_them():
+    ds = bridge.range(3)
+    with pytest.raises(AttributeError, match=r"Ray Data's Dataset.join is not part of raybridge") as info:
+        ds.join  # noqa: B018
+    assert "to_ray_data().join" in str(info.value)
+    with pytest.raises(AttributeError, match="Ray Data's ray.data.read_tfrecords"):
+        bridge.read_tfrecords  # noqa: B018
+    assert not hasattr(ds, "join") and not hasattr(ds, "no_such_thing") and hasattr(ds, "count")
+    with pytest.raises(AttributeError, match="^'Dataset' object has no attribute 'no_such_thing'$"):
+        ds.no_such_thing  # noqa: B018

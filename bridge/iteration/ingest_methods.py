@@ -80,6 +80,11 @@ class IngestMethods(DatasetMixin):
         """
         from bridge.ops.splits import split_at_indices
 
+        if isinstance(indices, (int, str)) or not hasattr(indices, "__len__"):
+            from bridge.errors import BridgeValueError
+
+            msg = f"split_at_indices needs a list of row indices; got {indices!r}"
+            raise BridgeValueError(msg, f"pass a list, e.g. split_at_indices([{indices!r}])")
         if len(indices) == 0:
             from bridge.errors import BridgeValueError
 

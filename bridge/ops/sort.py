@@ -33,6 +33,13 @@ def normalize_sort_keys(key: str | list[str], descending: bool | list[bool]) -> 
     if not keys or not all(isinstance(k, str) for k in keys):
         msg = f"sort: key must be a column name or a non-empty list of column names; got {key!r}"
         raise BridgeValueError(msg, 'call ds.sort("x") or ds.sort(["x", "y"], descending=[False, True])')
+    if getattr(descending, "ndim", None) == 0 and hasattr(descending, "item"):
+        descending = descending.item()  # a NumPy scalar (numpy.bool_)
+    if isinstance(descending, numbers.Integral) and not isinstance(descending, bool) and descending in (0, 1):
+        descending = bool(descending)  # (0 / 1, as Python's own `reverse=` takes them)
+    if isinstance(descending, str) or not isinstance(descending, (bool, list, tuple)) and not hasattr(descending, "__iter__"):
+        msg = f"sort: descending must be a bool or a list of bools, one per key; got {descending!r}"
+        raise BridgeValueError(msg, "pass descending=True, or descending=[False, True] for two keys")
     flags = [descending] * len(keys) if isinstance(descending, bool) else list(descending)
     if len(flags) != len(keys):
         msg = f"sort: {len(keys)} key(s) {keys} but {len(flags)} descending flag(s) {flags}"

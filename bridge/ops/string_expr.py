@@ -482,6 +482,11 @@ def parse_filter_expr(source: str) -> FilterExpr:
     except SyntaxError as err:
         raise _fail(source, f"not a valid expression ({err.msg})") from err
     body = tree.body
+    if isinstance(body, ast.BinOp) and isinstance(body.op, (ast.BitAnd, ast.BitOr)):
+        # pandas' spelling, (x > 1) & (x < 3): here conditions join with `and` / `or`, as in Python
+        word = "and" if isinstance(body.op, ast.BitAnd) else "or"
+        raise _fail(source, f"'{'&' if word == 'and' else '|'}' joins bits of numbers here, not conditions",
+                    f"join conditions with `{word}`: expr='{ast.unparse(body.left)} {word} {ast.unparse(body.right)}'")
     if isinstance(body, ast.BinOp) or (isinstance(body, ast.UnaryOp) and isinstance(body.op, (ast.USub, ast.UAdd))):
         raise _fail(source, f"{ast.unparse(body)!r} is a number, not a condition",
                     f"compare it, e.g. expr='{ast.unparse(body)} > 0'")
