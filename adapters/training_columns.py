@@ -350,11 +350,21 @@ def _is_time_like(t: pa.DataType) -> bool:
     return pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)
 
 
+#: (framework, column) pairs already warned about as a pandas index handed over as a feature.
+_warned_index: set[tuple[str, str]] = set()
+
+
 def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, framework: str = "torch",
                     column: pa.ChunkedArray | None = None) -> TrainingColumn:
     """One column of ``block`` by the rules of the module docstring (``column``: that column, if at hand)."""
     col = block.column(name) if column is None else column
     t = col.type
+    if name.startswith("__index_level_") and (framework, name) not in _warned_index:
+        _warned_index.add((framework, name))
+        warnings.warn(f"{framework}: column {name!r} is the index of a pandas frame given to from_pandas (a "
+                      "filtered or sampled frame's row labels), handed over as a feature like any column; "
+                      "drop it with ds.drop_columns([...]) or pass from_pandas(df.reset_index(drop=True))",
+                      ConversionWarning, stacklevel=4)
     if not col.null_count and col.num_chunks and (pa.types.is_floating(t) or pa.types.is_integer(t)):
         # The common case, first and cheapest: a zero-copy view of one chunk's values
         # (several chunks, from a batch that straddles two blocks: one concatenation).

@@ -89,3 +89,19 @@ def test_ray_data_names_raybridge_lacks_say_so_and_how_to_reach_them():
     assert not hasattr(ds, "join") and not hasattr(ds, "no_such_thing") and hasattr(ds, "count")
     with pytest.raises(AttributeError, match="^'Dataset' object has no attribute 'no_such_thing'$"):
         ds.no_such_thing  # noqa: B018
+
+
+def test_a_filtered_frame_s_index_handed_to_torch_is_warned_about():
+    import warnings
+
+    from bridge.errors import ConversionWarning
+
+    df = pd.DataFrame({"f1": [0.0, 1.0, 2.0, 3.0], "label": [0, 1, 0, 1]})
+    ds = bridge.from_pandas(df[df["f1"] > 1])  # row labels 2, 3: kept as a column, as to_pandas restores them
+    with pytest.warns(ConversionWarning, match="'__index_level_0__' is the index of a pandas frame"):
+        batch = next(iter(ds.iter_torch_batches()))
+    assert batch["__index_level_0__"].tolist() == [2, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConversionWarning)
+        clean = next(iter(bridge.from_pandas(df[df["f1"] > 1].reset_index(drop=True)).iter_torch_batches()))
+    assert set(clean) == {"f1", "label"}
