@@ -91,6 +91,33 @@ def writable_batches(fn: Any) -> Any:
     return wrapper
 
 
+#: The keyword arguments of map / map_batches / flat_map / filter / add_column themselves: where an unknown
+#: keyword (which would go to Ray as a remote option) is one of these misspelt, the error says which.
+_OWN_KEYWORDS = ("fn_args", "fn_kwargs", "fn_constructor_args", "fn_constructor_kwargs", "batch_size", "batch_format",
+                 "zero_copy_batch", "concurrency", "num_cpus", "num_gpus", "compute", "expr")
+
+
+def _check_remote_args(label: str, ray_remote_args: dict[str, Any]) -> None:
+    """Extra keywords are Ray remote options (``memory=``, ``resources=``); a misspelt argument of our own
+    (``fn_kwarg=``) failed at run time with Ray's "Invalid option keyword ... for remote functions"."""
+    try:
+        from ray._common.ray_option_utils import actor_options, task_options
+    except ImportError:  # pragma: no cover - another Ray layout: Ray checks them itself
+        return
+    valid = set(task_options) | set(actor_options)
+    unknown = [k for k in ray_remote_args if k not in valid]
+    if not unknown:
+        return
+    import difflib
+
+    from bridge.errors import BridgeTypeError
+
+    near = difflib.get_close_matches(unknown[0], [*_OWN_KEYWORDS, *sorted(valid)], n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}=?" if near else "check the spelling; extra keywords are Ray remote options"
+    raise BridgeTypeError(f"{label}: unknown keyword argument(s) {unknown} (neither an argument of this method "
+                          "nor a Ray remote option such as memory= or resources=)", hint)
+
+
 def _unique_columns(op: str, cols: list[str] | str) -> list[str]:
     """``cols`` as a list; a name given twice is refused (as Ray Data does) rather than duplicated or failing in a task."""
     if isinstance(cols, (set, frozenset)):
@@ -275,6 +302,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         if user is not None and user.is_class and concurrency is None:
             # A class without a pool size still gets an actor pool: state must live in an actor.
             uses_actors = True
+        _check_remote_args(label, ray_remote_args)
         make()  # the factory checks its arguments (batch_format, ...): a bad one fails here, at the call
         compute = Compute(actors=uses_actors, concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus,
                           ray_remote_args=dict(ray_remote_args))

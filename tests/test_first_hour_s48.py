@@ -105,3 +105,10 @@ def test_a_filtered_frame_s_index_handed_to_torch_is_warned_about():
         warnings.simplefilter("error", ConversionWarning)
         clean = next(iter(bridge.from_pandas(df[df["f1"] > 1].reset_index(drop=True)).iter_torch_batches()))
     assert set(clean) == {"f1", "label"}
+
+
+def test_a_misspelt_keyword_is_named_at_the_call_with_the_right_spelling():
+    with pytest.raises(BridgeTypeError, match=r"unknown keyword argument\(s\) \['fn_kwarg'\]") as info:
+        bridge.range(8).map_batches(lambda b, scale=1: b, fn_kwarg={"scale": 2})
+    assert info.value.hint == "did you mean fn_kwargs=?"
+    assert bridge.range(8).map_batches(lambda b: b, memory=10**6, max_retries=1).count() == 8  # Ray options pass
