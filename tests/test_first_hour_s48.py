@@ -112,3 +112,17 @@ def test_a_misspelt_keyword_is_named_at_the_call_with_the_right_spelling():
         bridge.range(8).map_batches(lambda b, scale=1: b, fn_kwarg={"scale": 2})
     assert info.value.hint == "did you mean fn_kwargs=?"
     assert bridge.range(8).map_batches(lambda b: b, memory=10**6, max_retries=1).count() == 8  # Ray options pass
+
+
+def test_an_in_place_change_to_a_read_only_batch_says_how_to_write_it():
+    import numpy as np
+
+    def double(b):
+        b["x"] *= 2
+        return b
+
+    ds = bridge.from_numpy({"x": np.arange(10.0)})
+    with pytest.raises(UserCodeError, match="read-only") as info:
+        ds.map_batches(double).take(2)
+    assert "zero_copy_batch=False" in info.value.hint
+    assert [r["x"] for r in ds.map_batches(double, zero_copy_batch=False).take(2)] == [0.0, 2.0]

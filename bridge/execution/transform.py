@@ -153,8 +153,13 @@ def call_user_fn(fn: Callable[..., Any], arg: Any, user: UserFn, ctx: TaskContex
         raise
     except Exception as err:
         msg = f"{op}: user function {user.label} raised {type(err).__name__}: {err} (input block {ctx.task_index})"
-        raise UserCodeError(msg + _user_frames(err), "fix the function at the line above",
-                            operator=op, block_index=ctx.task_index, original=err) from err
+        hint = "fix the function at the line above"
+        if isinstance(err, ValueError) and "read-only" in str(err):
+            # NumPy's "output array is read-only" / "assignment destination is read-only"
+            hint = ("the batch's arrays are read-only views of the object store: assign a new array "
+                    "(b['x'] = b['x'] * 2, not b['x'] *= 2), or pass zero_copy_batch=False for writable copies")
+        raise UserCodeError(msg + _user_frames(err), hint, operator=op, block_index=ctx.task_index,
+                            original=err) from err
 
 
 def _user_frames(err: BaseException, most: int = 4) -> str:
