@@ -28,9 +28,12 @@ def test_a_filter_function_without_return_is_refused_not_an_empty_dataset():
     def keep(row):
         row["id"] > 2  # noqa: B015 - the missing return this test is about
 
-    with pytest.raises(UserCodeError, match="returned None for a row"):
+    with pytest.raises(UserCodeError, match="returned None for every row"):
         bridge.range(5).filter(keep).take_all()
     assert bridge.range(5).filter(lambda r: r["id"] > 2).count() == 2
+    # A value that is None for some rows (truthiness of a nullable column) still filters them out.
+    rows = [{"x": None}, {"x": 3}]
+    assert bridge.from_items(rows).filter(lambda r: r["x"]).take_all() == [{"x": 3}]
 
 
 def test_from_items_of_a_dict_is_refused_not_its_keys_as_rows():

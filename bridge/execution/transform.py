@@ -395,12 +395,12 @@ def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransfo
         fn = user.resolve(label)
         for b in blocks:
             answers = [call_user_fn(fn, r, user, ctx, label) for r in batch_mod.block_to_rows(b)]
-            if answers and answers[0] is None:
+            if answers and all(a is None for a in answers):
                 # A predicate without `return` (def keep(r): r["x"] > 2) dropped every row without a word.
-                raise UserCodeError(f"{label}: the function returned None for a row (input block {ctx.task_index}); "
-                                    "a filter's function must return True to keep the row, False to drop it",
-                                    "add the missing return: def keep(row): return row['x'] > 2",
-                                    operator=label, block_index=ctx.task_index)
+                raise UserCodeError(f"{label}: the function returned None for every row of input block "
+                                    f"{ctx.task_index}; a filter's function returns True to keep a row, False to drop it",
+                                    "add the missing return: def keep(row): return row['x'] > 2 (for a value that "
+                                    "may be None, return bool(row['x']))", operator=label, block_index=ctx.task_index)
             keep = [bool(a) for a in answers]
             yield _kept(b, b.filter(pa.array(keep, type=pa.bool_()))) if keep else b
 
