@@ -43,6 +43,7 @@ from bridge.errors import (
     MissingDependencyError,
     SchemaMismatchError,
     StallError,
+    UnknownSettingError,
     UnsupportedTypeError,
     UserCodeError,
 )
@@ -267,6 +268,7 @@ __all__ = [
     "SchemaMismatchError",
     "StallError",
     "TaskPoolStrategy",
+    "UnknownSettingError",
     "UnsupportedTypeError",
     "UserCodeError",
     "from_any",

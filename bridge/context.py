@@ -14,6 +14,8 @@ import sys
 import threading
 from typing import ClassVar
 
+from bridge.errors import UnknownSettingError
+
 MiB = 1024 * 1024
 
 
@@ -99,6 +101,18 @@ class DataContext:
         with cls._lock:
             cls._global = ctx
 
+    def __setattr__(self, name: str, value: object) -> None:
+        # A misspelt or Ray-Data-only setting was taken without a word and changed nothing.
+        if not name.startswith("_") and name not in _FIELDS:
+            raise _unknown_setting(name, "set")
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> object:
+        # (Only reached for a name that is not a field: the fields live in the instance.)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _unknown_setting(name, "read")
+
     def copy(self) -> DataContext:
         """A snapshot that later edits to the process context do not touch."""
         return copy.copy(self)
@@ -110,3 +124,33 @@ class DataContext:
         from bridge._ray import object_store_capacity
 
         return max(int(object_store_capacity() * self.max_bytes_in_flight_fraction), 16 * MiB)
+
+
+#: The settings (the dataclass fields), filled in below the class.
+_FIELDS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(DataContext))
+
+#: Ray Data settings a user brings along -> what does that here.
+_RAY_DATA_SETTINGS = {
+    "execution_options": "order: ctx.preserve_order = True; concurrency: map_batches(concurrency=...)",
+    "shuffle_strategy": "ctx.shuffle_exchange = 'object_store' | 'actor_memory' | 'auto'",
+    "use_push_based_shuffle": "ctx.shuffle_exchange = 'object_store' | 'actor_memory' | 'auto'",
+    "target_shuffle_max_block_size": "ctx.target_max_block_size",
+    "actor_prefetcher_enabled": "ctx.prefetch_batches (iterators), or iter_batches(prefetch_batches=...)",
+    "max_errored_blocks": "no block is skipped: a task whose code raises is retried ctx.max_user_retries times, "
+                          "then the run fails; to skip bad rows, catch in your function and filter them out",
+}
+
+
+def _unknown_setting(name: str, verb: str) -> UnknownSettingError:
+    """The error for a setting ``DataContext`` does not have: a Ray Data one, or the nearest spelling."""
+    import difflib
+
+    settings = sorted(_FIELDS)
+    if name in _RAY_DATA_SETTINGS:
+        hint = f"it is a Ray Data setting; here: {_RAY_DATA_SETTINGS[name]}"
+    else:
+        near = difflib.get_close_matches(name, settings, n=1, cutoff=0.6)
+        hint = f"did you mean {near[0]!r}? " if near else ""
+        hint += f"the settings: {', '.join(settings)}"
+    msg = f"DataContext has no setting {name!r}" + ("; setting it would change nothing" if verb == "set" else "")
+    return UnknownSettingError(msg, hint)

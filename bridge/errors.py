@@ -193,6 +193,7 @@ __all__ = [
     "MissingDependencyError",
     "SchemaMismatchError",
     "StallError",
+    "UnknownSettingError",
     "UnsupportedTypeError",
     "UserCodeError",
     "format_message",
@@ -223,6 +224,19 @@ class BridgeTypeError(BridgeError, TypeError):
         ... except TypeError as err:
         ...     print(type(err).__name__, "|", err.what)
         BridgeTypeError | from_blocks: block 0 is a list; blocks are pyarrow.Tables or pandas DataFrames
+    """
+
+
+class UnknownSettingError(BridgeError, AttributeError):
+    """A :class:`~bridge.context.DataContext` setting that does not exist (misspelt, or Ray Data's), set or read.
+
+    Example:
+        >>> import bridge
+        >>> try:
+        ...     bridge.DataContext.get_current().target_max_blocksize = 1 << 20
+        ... except AttributeError as err:
+        ...     print(type(err).__name__, "|", err.what)
+        UnknownSettingError | DataContext has no setting 'target_max_blocksize'; setting it would change nothing
     """
 
 
