@@ -403,7 +403,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         label = f"Filter({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
-        return self._map_like(partial(filter_transform, user, None, label), label, user, concurrency, num_cpus, num_gpus,
+        return self._map_like(partial(filter_transform, user, label), label, user, concurrency, num_cpus, num_gpus,
                               ray_remote_args)
 
     def add_column(self, col: str, fn: Callable[[Any], Any], *, batch_format: str = "pandas",

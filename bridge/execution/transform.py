@@ -385,13 +385,10 @@ def flat_map_transform(user: UserFn, label: str) -> BlockTransform:
     return BlockTransform(run, label, user)
 
 
-def filter_transform(user: UserFn | None, expr: Any, label: str) -> BlockTransform:
+def filter_transform(user: UserFn, label: str) -> BlockTransform:
+    """Keep the rows for which the user's function returns a true value.  (``filter(expr=...)``:
+    :func:`bridge.ops.string_expr.expr_filter_transform`.)"""
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
-        if expr is not None:
-            for b in blocks:
-                yield _kept(b, b.filter(expr))
-            return
-        assert user is not None
         fn = user.resolve(label)
         for b in blocks:
             answers = [call_user_fn(fn, r, user, ctx, label) for r in batch_mod.block_to_rows(b)]
