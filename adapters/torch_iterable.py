@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -52,6 +53,30 @@ def _is_column(value: Any) -> bool:
     if isinstance(value, (torch.Tensor, np.ndarray)):
         return value.ndim > 0
     return isinstance(value, (list, tuple))
+
+
+def _refuse_batching_batches(batch_size: int | None, caller: Any) -> None:
+    """``DataLoader(ds.to_torch(batch_size=n))``: the loader's default ``batch_size=1`` and collate stack
+    each of our batches once more, so every tensor came with an extra leading dimension (``[1, n, ...]``)
+    and a model fed it failed far away or, worse, broadcast it.  ``caller`` is the frame that asked
+    for the first item: torch's iterable-dataset fetcher, whose ``auto_collation`` says the loader
+    batches.  (A ``collate_fn`` of the user's own is taken to know what it gets.)"""
+    if batch_size is None or caller is None:
+        return
+    fetcher = caller.f_locals.get("self")
+    if type(fetcher).__name__ != "_IterableDatasetFetcher" or not getattr(fetcher, "auto_collation", False):
+        return
+    from torch.utils.data import default_collate
+
+    if getattr(fetcher, "collate_fn", None) is not default_collate:
+        return
+    from bridge.errors import BridgeValueError
+
+    raise BridgeValueError(
+        f"DataLoader(to_torch(batch_size={batch_size})): the DataLoader batches again (its batch_size defaults "
+        f"to 1), so each tensor would come as [k, {batch_size}, ...] instead of [{batch_size}, ...]",
+        f"pass DataLoader(tds, batch_size=None); or to_torch(batch_size=None) (rows) and let the DataLoader "
+        f"batch them: DataLoader(tds, batch_size={batch_size})")
 
 
 def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[int, int]:
@@ -232,6 +257,7 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         from .torch_format import make_formatter
 
+        _refuse_batching_batches(self.batch_size, sys._getframe(0).f_back)  # (a generator: runs at the first next())
         info = torch.utils.data.get_worker_info()
         if info is not None and os.getpid() != self._owner_pid:
             # The tables came over the feed's socket: this process's own memory, nothing to copy.

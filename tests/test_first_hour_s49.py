@@ -51,3 +51,28 @@ def test_known_settings_copies_and_private_marks_still_work(ctx):
     assert bridge.DataContext(preserve_order=False).preserve_order is False
     with pytest.raises(TypeError):
         bridge.DataContext(preserve_ordr=False)
+
+
+def test_a_dataloader_that_batches_torch_batches_again_is_refused_with_the_fix():
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    tds = bridge.range(10).to_torch(batch_size=4)
+    with pytest.raises(ValueError, match=r"each tensor would come as \[k, 4, \.\.\.\]") as err:
+        next(iter(DataLoader(tds)))  # (was [1, 4]-shaped tensors: the default batch_size=1 stacked each batch)
+    assert "DataLoader(tds, batch_size=None)" in str(err.value)
+    assert [b["id"].tolist() for b in DataLoader(tds, batch_size=None)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    # Rows batched by the DataLoader, and a collate_fn of the user's own over our batches, are as asked.
+    assert [b["id"].shape for b in DataLoader(bridge.range(10).to_torch(), batch_size=4)] == \
+        [torch.Size([4]), torch.Size([4]), torch.Size([2])]
+    assert [[len(x["id"]) for x in group] for group in DataLoader(tds, batch_size=2, collate_fn=list)] == [[4, 4], [2]]
+
+
+def test_the_refusal_reaches_the_loop_from_dataloader_workers():
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    tds = bridge.range(10).to_torch(batch_size=4)
+    with pytest.raises(ValueError, match=r"DataLoader\(to_torch\(batch_size=4\)\): the DataLoader batches again"):
+        list(DataLoader(tds, num_workers=2, batch_size=2))
+    assert sum(len(b["id"]) for b in DataLoader(tds, num_workers=2, batch_size=None)) == 10
