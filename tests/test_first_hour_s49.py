@@ -76,3 +76,45 @@ def test_the_refusal_reaches_the_loop_from_dataloader_workers():
     with pytest.raises(ValueError, match=r"DataLoader\(to_torch\(batch_size=4\)\): the DataLoader batches again"):
         list(DataLoader(tds, num_workers=2, batch_size=2))
     assert sum(len(b["id"]) for b in DataLoader(tds, num_workers=2, batch_size=None)) == 10
+
+
+def test_read_csv_of_a_parquet_file_names_the_format_and_the_reader(tmp_path, capfd):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": list(range(1000)), "s": ["text"] * 1000}), tmp_path / "a.parquet")
+    with pytest.raises(bridge.BridgeError, match=r"is a Parquet file, not CSV text") as err:
+        bridge.read_csv(str(tmp_path / "a.parquet")).take_all()  # (was "line 45: expected 1 columns, got 2")
+    assert "read_parquet" in str(err.value)
+    assert "UnicodeDecodeError" not in capfd.readouterr().err  # (pyarrow printed one per undecodable line)
+
+
+def test_read_csv_of_utf16_text_says_which_encoding_to_pass(tmp_path):
+    import pyarrow.csv as pcsv
+
+    (tmp_path / "u.csv").write_bytes("a,b\n1,x\n2,y\n".encode("utf-16"))
+    with pytest.raises(bridge.BridgeError, match="not UTF-8 text") as err:
+        bridge.read_csv(str(tmp_path / "u.csv")).take_all()
+    assert "encoding='utf-16'" in str(err.value)
+    ds = bridge.read_csv(str(tmp_path / "u.csv"), read_options=pcsv.ReadOptions(encoding="utf-16"))
+    assert ds.take_all() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
+    (tmp_path / "p.csv").write_text("PAR1,ORC\n1,2\n")  # (text that starts like a magic number is text)
+    assert bridge.read_csv(str(tmp_path / "p.csv")).take_all() == [{"PAR1": 1, "ORC": 2}]
+
+
+def test_a_bad_line_in_a_files_first_rows_prints_no_stray_traceback(tmp_path, monkeypatch):
+    import sys
+    import warnings
+
+    import pyarrow.fs as pafs
+
+    from bridge.io.csv_datasource import CSVFormat
+
+    (tmp_path / "bad.csv").write_text("a\n1\n2,3\n4\n")  # one column: the one-column probe reads the bad line
+    stray = []
+    monkeypatch.setattr(sys, "unraisablehook", stray.append)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        table = next(iter(CSVFormat(on_bad_lines="skip").read(pafs.LocalFileSystem(), str(tmp_path / "bad.csv"), None)))
+    assert table.column("a").to_pylist() == [1, 4]
+    assert stray == []  # (was "TypeError: 'NoneType' object is not callable" from the probe's handler)

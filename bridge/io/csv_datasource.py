@@ -83,7 +83,13 @@ class CSVFormat(FileFormat):
         if columns is not None:
             convert.include_columns = columns
         try:
-            if self.parse_options is None and parse.ignore_empty_lines and _one_column(fs, path, read, parse):
+            with fs.open_input_stream(path) as f:
+                head = f.read(_PROBE_BYTES)  # (one read of the file's start serves both looks at it)
+        except OSError:
+            head = b""  # (the read below says what is wrong with the file)
+        _refuse_binary(head, path, read)
+        try:
+            if self.parse_options is None and parse.ignore_empty_lines and _one_column(head, read, parse):
                 # Untyped too: one column's null row is an empty line (as write_csv writes it), not padding.
                 parse.ignore_empty_lines = False
             with fs.open_input_stream(path) as f:
@@ -174,13 +180,44 @@ _NULL_SPELLINGS = [v for v in pcsv.ConvertOptions().null_values if v.lower().lst
 _PROBE_BYTES = 64 * 1024
 
 
-def _one_column(fs: pafs.FileSystem, path: str, read: Any, parse: Any) -> bool:
-    """Whether the CSV file has a single column, as Arrow reads its first rows (its first 64 KiB)."""
+#: The first bytes of binary files, what they are and what reads them.
+_MAGIC = (
+    (b"PAR1", "a Parquet file", "bridge.read_parquet(path)"),
+    (b"ARROW1", "an Arrow IPC file", "pyarrow.ipc.open_file(path).read_all(), then bridge.from_arrow"),
+    (b"ORC", "an ORC file", "pyarrow.orc.read_table(path), then bridge.from_arrow"),
+    (b"\x1f\x8b", "gzip-compressed", "name it *.csv.gz (read_csv decompresses by the file extension)"),
+    (b"PK\x03\x04", "a zip archive", "unzip it first (read_csv reads .gz, .bz2 and .zst files)"),
+)
+
+
+def _refuse_binary(head: bytes, path: str, read: Any) -> None:
+    """A file that is not text (a Parquet file among the CSVs, say) was parsed as CSV: its first
+    "bad line" was reported, or with ``on_bad_lines="skip"`` its bytes became rows, and pyarrow
+    printed a UnicodeDecodeError for each undecodable line to stderr.  ``head``: its first bytes.
+    UTF-8 text has no NUL byte; where there is one, the magic bytes of a few formats name the file's."""
+    nul = head.find(b"\x00")
+    if nul < 0 or str(getattr(read, "encoding", "utf8")).lower().replace("-", "") not in ("utf8", ""):
+        return
+    for magic, what, fix in _MAGIC:
+        if head.startswith(magic):
+            raise FileReadError(f"read_csv: {path!r} is {what}, not CSV text (it starts with {magic!r})",
+                                f"read it with {fix}; or leave it out of the paths")
+    raise FileReadError(f"read_csv: {path!r} is not UTF-8 text (a NUL byte at offset {nul})",
+                        "if it is UTF-16 text, pass read_options=pyarrow.csv.ReadOptions(encoding='utf-16'); "
+                        "if it is not CSV, leave it out of the paths")
+
+
+def _skip_row(row: Any) -> str:
+    return "skip"
+
+
+def _one_column(head: bytes, read: Any, parse: Any) -> bool:
+    """Whether the CSV file has a single column, as Arrow reads its first rows (``head``, its first 64 KiB)."""
     probe = copy.copy(parse)
-    probe.invalid_row_handler = None  # the read's own handler counts bad lines: not here
+    # The read's own handler counts bad lines: not here.  (``None`` is no way to unset it: pyarrow then
+    # calls None for a bad line, and "TypeError: 'NoneType' object is not callable" went to stderr.)
+    probe.invalid_row_handler = _skip_row
     try:
-        with fs.open_input_stream(path) as f:
-            head = f.read(_PROBE_BYTES)
         return len(pcsv.open_csv(pa.BufferReader(head), read_options=read, parse_options=probe).schema) == 1
     except (pa.ArrowInvalid, OSError):
         return False
