@@ -118,3 +118,15 @@ def test_a_bad_line_in_a_files_first_rows_prints_no_stray_traceback(tmp_path, mo
         table = next(iter(CSVFormat(on_bad_lines="skip").read(pafs.LocalFileSystem(), str(tmp_path / "bad.csv"), None)))
     assert table.column("a").to_pylist() == [1, 4]
     assert stray == []  # (was "TypeError: 'NoneType' object is not callable" from the probe's handler)
+
+
+def test_a_split_read_while_the_others_are_not_warns_long_before_the_stall_error(monkeypatch):
+    import bridge.iteration.streaming_split as ss
+    from bridge.errors import StallError
+
+    monkeypatch.setattr(ss, "WAIT_WARNING_S", 0.5)
+    first, _second = bridge.range(20_000, override_num_blocks=40).streaming_split(2, equal=True, stall_timeout_s=4)
+    with pytest.warns(UserWarning, match=r"split 0 has waited 0.5s .* read all of them at the same time"):
+        with pytest.raises(StallError):
+            for _ in first.iter_batches(batch_size=100, prefetch_batches=0):  # (split 1 is never read)
+                pass

@@ -206,6 +206,9 @@ class SplitCoordinator:
 
 _RemoteCoordinator = ray.remote(num_cpus=0)(SplitCoordinator)
 
+#: Seconds a split waits for one block before it warns that the other splits may not be read.
+WAIT_WARNING_S = 30.0
+
 
 class DataSplitIterator(DataIterator):
     """One consumer's share of a ``streaming_split``; picklable, usable from any Ray worker.
@@ -225,10 +228,15 @@ class DataSplitIterator(DataIterator):
 
     def _bundles(self, epoch: int) -> Iterator[RefBundle]:
         pending = self._coord.next_bundle.remote(self.index, epoch)
-        finished = False
+        finished = warned = False
         try:
             while True:
-                item = ray.get(pending)
+                try:
+                    item = ray.get(pending, timeout=None if warned else WAIT_WARNING_S)
+                except ray.exceptions.GetTimeoutError:
+                    warned = True
+                    warnings.warn(self._waiting_message(), UserWarning, stacklevel=2)
+                    continue
                 if item is None:
                     finished = True
                     if self.index == 0:
@@ -241,6 +249,15 @@ class DataSplitIterator(DataIterator):
                 # The consumer stopped early (break, an error, Ctrl-C): tell the coordinator, so the
                 # request still pending there returns and the epoch's blocks are let go.
                 self._coord.release.remote(self.index, epoch)
+
+    def _waiting_message(self) -> str:
+        # (A loop reading split 0 to its end before split 1 waited the whole stall timeout, 10 minutes by
+        # default, in silence.)
+        return (f"streaming_split({self.n}): split {self.index} has waited {WAIT_WARNING_S:g}s for its next block. "
+                "Either the Dataset's plan is slow to make it, or another split is not being read: the splits "
+                "are dealt in step, so read all of them at the same time (one per Ray Train worker, or one "
+                "thread each). A loop that reads them one after another waits until StallError "
+                "(DataContext.stall_timeout_s).")
 
     def _warn_if_uneven(self, epoch: int) -> None:
         # Split 0 speaks for all (like rank 0 logging), in the consumer's process rather than the actor's log.
