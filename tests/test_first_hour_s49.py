@@ -93,13 +93,15 @@ def test_read_csv_of_utf16_text_says_which_encoding_to_pass(tmp_path):
     import pyarrow.csv as pcsv
 
     (tmp_path / "u.csv").write_bytes("a,b\n1,x\n2,y\n".encode("utf-16"))
-    with pytest.raises(bridge.BridgeError, match="not UTF-8 text") as err:
+    with pytest.raises(bridge.BridgeError, match="looks like UTF-16 text") as err:
         bridge.read_csv(str(tmp_path / "u.csv")).take_all()
     assert "encoding='utf-16'" in str(err.value)
     ds = bridge.read_csv(str(tmp_path / "u.csv"), read_options=pcsv.ReadOptions(encoding="utf-16"))
     assert ds.take_all() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
     (tmp_path / "p.csv").write_text("PAR1,ORC\n1,2\n")  # (text that starts like a magic number is text)
     assert bridge.read_csv(str(tmp_path / "p.csv")).take_all() == [{"PAR1": 1, "ORC": 2}]
+    (tmp_path / "n.csv").write_bytes(b"a,b\n1,x\x00y\n2,z\n")  # (a NUL inside a value is valid UTF-8 and reads)
+    assert bridge.read_csv(str(tmp_path / "n.csv")).take_all() == [{"a": 1, "b": "x\x00y"}, {"a": 2, "b": "z"}]
 
 
 def test_a_bad_line_in_a_files_first_rows_prints_no_stray_traceback(tmp_path, monkeypatch):

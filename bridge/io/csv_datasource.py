@@ -194,7 +194,8 @@ def _refuse_binary(head: bytes, path: str, read: Any) -> None:
     """A file that is not text (a Parquet file among the CSVs, say) was parsed as CSV: its first
     "bad line" was reported, or with ``on_bad_lines="skip"`` its bytes became rows, and pyarrow
     printed a UnicodeDecodeError for each undecodable line to stderr.  ``head``: its first bytes.
-    UTF-8 text has no NUL byte; where there is one, the magic bytes of a few formats name the file's."""
+    Refused: a NUL byte (which text files rarely have, but may: a NUL inside a value is valid UTF-8
+    and reads) with the magic bytes of a binary format, and UTF-16 text read as UTF-8."""
     nul = head.find(b"\x00")
     if nul < 0 or str(getattr(read, "encoding", "utf8")).lower().replace("-", "") not in ("utf8", ""):
         return
@@ -202,9 +203,10 @@ def _refuse_binary(head: bytes, path: str, read: Any) -> None:
         if head.startswith(magic):
             raise FileReadError(f"read_csv: {path!r} is {what}, not CSV text (it starts with {magic!r})",
                                 f"read it with {fix}; or leave it out of the paths")
-    raise FileReadError(f"read_csv: {path!r} is not UTF-8 text (a NUL byte at offset {nul})",
-                        "if it is UTF-16 text, pass read_options=pyarrow.csv.ReadOptions(encoding='utf-16'); "
-                        "if it is not CSV, leave it out of the paths")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or head.count(b"\x00") * 4 >= len(head):
+        raise FileReadError(f"read_csv: {path!r} looks like UTF-16 text (a byte-order mark or a NUL byte in "
+                            "every other position), which read as UTF-8 gives no columns it holds",
+                            "pass read_options=pyarrow.csv.ReadOptions(encoding='utf-16')")
 
 
 def _skip_row(row: Any) -> str:

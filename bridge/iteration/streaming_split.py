@@ -231,12 +231,10 @@ class DataSplitIterator(DataIterator):
         finished = warned = False
         try:
             while True:
-                try:
-                    item = ray.get(pending, timeout=None if warned else WAIT_WARNING_S)
-                except ray.exceptions.GetTimeoutError:
-                    warned = True
+                if not warned and not ray.wait([pending], timeout=WAIT_WARNING_S)[0]:
+                    warned = True  # (ray.wait, not ray.get's timeout: a task error caused by a timeout is one too)
                     warnings.warn(self._waiting_message(), UserWarning, stacklevel=2)
-                    continue
+                item = ray.get(pending)
                 if item is None:
                     finished = True
                     if self.index == 0:
