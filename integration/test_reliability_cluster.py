@@ -22,7 +22,12 @@ def cluster_results() -> dict[str, dict]:
         if line.startswith("RESULT "):
             row = json.loads(line[len("RESULT "):])
             results[row["scenario"]] = row
-    assert proc.returncode == 0, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    if proc.returncode != 0:
+        # The script's own traceback, not the tail of Ray's shutdown noise (which hid it once, in a CI run).
+        err = proc.stderr
+        start = err.find("Traceback (most recent call last)")
+        pytest.fail(f"reliability_cluster.py exited {proc.returncode}; results so far: {sorted(results)}\n"
+                    f"{err[start:start + 6000] if start >= 0 else err[-6000:]}", pytrace=False)
     assert results.get("done", {}).get("outcome") == "ok", results
     return results
 
