@@ -8,15 +8,8 @@ import bridge
 from bridge.errors import UnknownSettingError
 
 
-@pytest.fixture
-def ctx():
-    current = bridge.DataContext.get_current()
-    saved = current.copy()
-    yield current
-    bridge.DataContext._set_current(saved)
-
-
-def test_a_misspelt_setting_is_refused_with_the_nearest_name_and_changes_nothing(ctx):
+def test_a_misspelt_setting_is_refused_with_the_nearest_name_and_changes_nothing(context):
+    ctx = context
     before = ctx.target_max_block_size
     with pytest.raises(AttributeError) as err:
         ctx.target_max_blocksize = 1 << 20  # (was taken without a word: blocks stayed 128 MiB)
@@ -26,21 +19,24 @@ def test_a_misspelt_setting_is_refused_with_the_nearest_name_and_changes_nothing
     assert "target_max_blocksize" not in vars(ctx)
 
 
-def test_a_ray_data_setting_says_what_does_that_here(ctx):
+def test_a_ray_data_setting_says_what_does_that_here(context):
+    ctx = context
     with pytest.raises(UnknownSettingError, match="Ray Data setting; here: ctx.shuffle_exchange"):
         ctx.use_push_based_shuffle = True
     with pytest.raises(UnknownSettingError, match="ctx.preserve_order = True"):
         ctx.execution_options.preserve_order = True  # (reading execution_options fails first)
 
 
-def test_reading_an_unknown_setting_names_the_settings(ctx):
+def test_reading_an_unknown_setting_names_the_settings(context):
+    ctx = context
     with pytest.raises(AttributeError, match="no setting 'prefetch'") as err:
         _ = ctx.prefetch
     assert "prefetch_batches" in str(err.value)
     assert not hasattr(ctx, "no_such_setting")
 
 
-def test_known_settings_copies_and_private_marks_still_work(ctx):
+def test_known_settings_copies_and_private_marks_still_work(context):
+    ctx = context
     ctx.target_max_block_size = 64 * 1024 * 1024
     ctx._a_private_mark = 1  # (the library marks contexts with private attributes, e.g. an epoch's seed)
     snap = ctx.copy()

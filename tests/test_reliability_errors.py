@@ -24,15 +24,6 @@ from bridge.errors import (
     UserCodeError,
 )
 
-
-@pytest.fixture
-def context():
-    ctx = bridge.DataContext.get_current()
-    saved = ctx.copy()
-    yield ctx
-    bridge.DataContext._set_current(saved)
-
-
 # ------------------------------------------------------------------ stalls
 
 

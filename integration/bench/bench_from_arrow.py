@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from integration.bench.bench_from_memory import ROWS, _frame, copy_once
+from integration.bench.bench_from_memory import ROWS, _frame, memcpy_contender
 from integration.bench.registry import Benchmark
 
 
@@ -45,15 +45,7 @@ def _rd(scale):
 
 
 def _memcpy(scale):
-    table = _table(scale)
-    _, copy = copy_once([col.chunk(0).to_numpy() for col in table.columns])
-
-    def run():
-        t = time.perf_counter()
-        copy()
-        return time.perf_counter() - t
-
-    return run
+    return memcpy_contender([col.chunk(0).to_numpy() for col in _table(scale).columns])
 
 
 BENCHMARK = Benchmark(
