@@ -220,11 +220,28 @@ def dataset_to_modin(ds: Dataset) -> Any:
     refs = [_block_partition.remote(r, s, range_index, nullable, shared) for (r, _), s in zip(nonempty, layout.starts)]
     index = pd.RangeIndex(0, layout.num_rows) if range_index else None
     try:
-        return from_partitions(refs, axis=0, index=index, columns=meta.columns,
-                               row_lengths=[n for _, n in nonempty], column_widths=[len(meta.columns)])
+        mdf = from_partitions(refs, axis=0, index=index, columns=meta.columns,
+                              row_lengths=[n for _, n in nonempty], column_widths=[len(meta.columns)])
     except Exception as err:
         msg = f"to_modin: Modin rejected the {len(refs)} partitions: {type(err).__name__}: {err}"
         raise BridgeError(msg, "check that Modin runs on Ray (modin.config.Engine.put('ray'))") from err
+    _tell_dtypes(mdf, meta.dtypes)
+    return mdf
+
+
+def _tell_dtypes(mdf: Any, dtypes: Any) -> None:
+    """Give Modin the columns' dtypes, which every partition has, so it need not compute them.
+
+    Modin computes a frame's dtypes from its partitions when an operation asks (reading every
+    partition), and its reduction of a categorical's dtype sorts the categories: an ordered
+    ``[low, mid, high]`` became ``[high, low, mid]``, and ``sort_values`` ordered the rows by that.
+    ``from_partitions`` takes no dtypes, so they are set on the frame it made (Modin's
+    ``set_dtypes_cache``); a Modin without it computes them as before.
+    """
+    frame = getattr(getattr(mdf, "_query_compiler", None), "_modin_frame", None)
+    setter = getattr(frame, "set_dtypes_cache", None)
+    if setter is not None:
+        setter(dtypes)
 
 
 class ModinAdapter:

@@ -60,7 +60,7 @@ def _column_values() -> dict[str, tuple[pa.DataType, list]]:
     cols["struct"] = (pa.struct([("a", pa.int64()), ("b", pa.string())]),
                       [{"a": 1, "b": "x"}, {"a": 2**53 + 1, "b": ""}, {"a": 0, "b": "z"}, {"a": -1, "b": "w"}])
     cols["map"] = (pa.map_(pa.string(), pa.int64()), [[("k", 1)], [], [("a", 2), ("b", 3)], [("z", 2**62)]])
-    cols["dictionary"] = (pa.dictionary(pa.int32(), pa.string()), ["a", "b", "a", "c"])
+    cols["dictionary"] = (pa.dictionary(pa.int32(), pa.string()), ["b", "a", "b", "c"])  # dictionary [b, a, c]: not sorted
     cols["list_struct"] = (pa.list_(pa.struct([("x", pa.int32())])), [[{"x": 1}], [], [{"x": 2}, {"x": 3}], [{"x": 4}]])
     cols["dictionary_int64"] = (pa.dictionary(pa.int32(), pa.int64()), [2**53 + 1, 0, 2**53 + 1, -(2**62)])
     cols["list_list_int64"] = (pa.list_(pa.list_(pa.int64())), [[[1, 2**53 + 1]], [], [[], [3]], [[4], [5, 6]]])

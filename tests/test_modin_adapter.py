@@ -46,6 +46,23 @@ def test_index_and_dtypes_survive_the_round_trip(mpd):
     pd.testing.assert_frame_equal(back._to_pandas(), pdf)
 
 
+def test_to_modin_dtypes_are_the_partitions_own_with_categories_in_order(mpd):
+    """Modin computed the dtypes from the partitions when asked, and its reduction sorted a categorical's
+    categories: an ordered [low, mid, high] became [high, low, mid]. They are the partitions' dtypes now."""
+    pdf = pd.DataFrame({
+        "level": pd.Categorical(["high", "low", "mid", "low"] * 3, categories=["low", "mid", "high"], ordered=True),
+        "tag": pd.Categorical(list("zyxw") * 3, categories=list("zyxw")),
+        "n": pd.array([1, None, 3] * 4, dtype="Int64"),
+        "s": [f"v{i}" for i in range(12)],
+    })
+    mdf = bridge.from_pandas(pdf).repartition(3).to_modin()
+    assert mdf._query_compiler._modin_frame._partitions.shape[0] == 3
+    pd.testing.assert_series_equal(mdf.dtypes, pdf.dtypes)
+    assert list(mdf.dtypes["level"].categories) == ["low", "mid", "high"] and mdf.dtypes["level"].ordered
+    assert list(mdf.dtypes["tag"].categories) == list("zyxw")  # (unordered dtypes compare equal in any order)
+    pd.testing.assert_frame_equal(mdf._to_pandas(), pdf)
+
+
 def test_default_index_and_known_row_lengths(mpd):
     ds = bridge.range(90, override_num_blocks=3)
     mdf = ds.to_modin()
