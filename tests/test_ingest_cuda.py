@@ -65,6 +65,23 @@ def test_iter_torch_batches_cuda_checksums_match_cpu_with_lagging_consumer(pin_m
     assert _lagging_checksums(it) == _expected()
 
 
+def test_consumer_switching_streams_between_batches_of_one_run_reads_exact_values():
+    """The hand-off orders a run once per consumer stream: a batch taken on another stream waits and records again."""
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    lag = LAG_MS * _cycles_per_ms()
+    batches = iter(_dataset().iter_torch_batches(batch_size=BATCH, device="cuda", prefetch_batches=4))
+    sums = []
+    for i in range(len(_expected())):
+        with torch.cuda.stream(streams[i % 2]):  # next() hands the batch to this stream
+            b = next(batches)
+            torch.cuda._sleep(lag * (1 + i % 2))  # the two streams lag by different amounts
+            sums.append((b["id"].sum(), b["v"].sum()))
+            del b
+    assert next(batches, None) is None
+    torch.cuda.synchronize()
+    assert [(int(a), int(v)) for a, v in sums] == _expected()
+
+
 def test_collate_fn_to_cuda_checksums_match_cpu_with_lagging_consumer():
     def collate(b: dict[str, np.ndarray]):
         return torch.as_tensor(b["id"]), torch.as_tensor(b["v"])
