@@ -110,12 +110,15 @@ def dataset_to_mars(ds: Dataset) -> Any:
     """Dataset -> Xorbits DataFrame with one chunk per non-empty block."""
     import xorbits.pandas as xpd
 
-    from bridge.pandas_types import block_to_pandas, nullable_columns
+    from bridge.pandas_types import block_to_pandas, nullable_columns, shared_categories, with_categories
 
     layout = ds.block_layout()
     # One dtype per column in every chunk: masked where any block has nulls (or NaN); exact pandas rules.
     nullable = frozenset(nullable_columns(layout.refs))
-    parts = [block_to_pandas(ray.get(ref), nullable) for ref, _ in layout.blocks]
+    # The same categories in every chunk: each block's own dictionary made its own (Xorbits' concat of a
+    # Categorical of ints whose chunks' categories differ gave float64, and 2**53 + 1 came back changed).
+    categories = shared_categories(layout.refs, layout.schema)
+    parts = [with_categories(block_to_pandas(ray.get(ref), nullable), categories) for ref, _ in layout.blocks]
     if not parts:
         from bridge.block import empty_table
 

@@ -47,22 +47,42 @@ class FOREIGN:
         self.reason = reason
 
 
+#: Set while the ``blocks`` variant runs: each path's Dataset is then made of two blocks (:func:`_source`).
+_AS_BLOCKS: list[bool] = [False]
+
+
+def _two_blocks(t: pa.Table) -> list[pa.Table]:
+    """``t`` as two blocks: the first three rows (no null row) and the rest, each dictionary column encoded
+    again per block, so the blocks hold different dictionaries ([b, a] and [c]) as separately made blocks do."""
+    out = []
+    for part in (t.slice(0, 3), t.slice(3)):
+        cols = [pa.chunked_array([c.cast(c.type.value_type).combine_chunks().dictionary_encode()], c.type)
+                if pa.types.is_dictionary(c.type) else c for c in part.columns]
+        out.append(pa.Table.from_arrays(cols, schema=part.schema))
+    return out
+
+
+def _source(t: pa.Table) -> bridge.Dataset:
+    """The Dataset every path starts from: ``t`` as one block, or as two for the ``blocks`` variant."""
+    return bridge.from_arrow(_two_blocks(t)) if _AS_BLOCKS[0] else bridge.from_arrow(t)
+
+
 def _arrow(ds: bridge.Dataset) -> pa.Table:
     return ds.to_arrow()
 
 
 def _pandas_roundtrip(t: pa.Table) -> pa.Table:
-    return bridge.from_pandas(bridge.from_arrow(t).to_pandas()).to_arrow()
+    return bridge.from_pandas(_source(t).to_pandas()).to_arrow()
 
 
 def _dask_roundtrip(t: pa.Table) -> pa.Table:
     pytest.importorskip("dask.dataframe")
-    return bridge.from_dask(bridge.from_arrow(t).to_dask()).to_arrow()
+    return bridge.from_dask(_source(t).to_dask()).to_arrow()
 
 
 def _modin_roundtrip(t: pa.Table) -> pa.Table:
     pytest.importorskip("modin")
-    ds = bridge.from_arrow(t)
+    ds = _source(t)
     mdf = ds.to_modin()
     # What Modin says of the columns is what the partitions hold (it once sorted a Categorical's categories).
     pd.testing.assert_series_equal(mdf.dtypes, ds.to_pandas().dtypes)
@@ -70,11 +90,11 @@ def _modin_roundtrip(t: pa.Table) -> pa.Table:
 
 
 def _ray_data_roundtrip(t: pa.Table) -> pa.Table:
-    return bridge.from_any(bridge.from_arrow(t).to_ray_data()).to_arrow()
+    return bridge.from_any(_source(t).to_ray_data()).to_arrow()
 
 
 def _parquet_roundtrip(t: pa.Table, tmp: Any) -> pa.Table:
-    bridge.from_arrow(t).write_parquet(str(tmp))
+    _source(t).write_parquet(str(tmp))
     return bridge.read_parquet(str(tmp)).to_arrow()
 
 
@@ -83,24 +103,24 @@ def _xorbits_roundtrip(t: pa.Table) -> pa.Table:
     from tests.constructors_engines import ensure_xorbits
 
     ensure_xorbits()
-    return bridge.from_mars(bridge.from_arrow(t).to_mars()).to_arrow()
+    return bridge.from_mars(_source(t).to_mars()).to_arrow()
 
 
 def _polars_roundtrip(t: pa.Table) -> pa.Table:
     pl = pytest.importorskip("polars")
-    return bridge.from_any(pl.DataFrame(bridge.from_arrow(t))).to_arrow()
+    return bridge.from_any(pl.DataFrame(_source(t))).to_arrow()
 
 
 # Text carries no types: the round trip reads back with the written Dataset's schema (read_csv's and
 # read_json's docstrings say what an untyped read infers).
 def _csv_roundtrip(t: pa.Table, tmp: Any) -> pa.Table:
-    ds = bridge.from_arrow(t)
+    ds = _source(t)
     ds.write_csv(str(tmp))
     return bridge.read_csv(str(tmp), schema=ds.schema()).to_arrow()
 
 
 def _json_roundtrip(t: pa.Table, tmp: Any) -> pa.Table:
-    ds = bridge.from_arrow(t)
+    ds = _source(t)
     ds.write_json(str(tmp))
     return bridge.read_json(str(tmp), schema=ds.schema()).to_arrow()
 
@@ -141,7 +161,7 @@ def _training_roundtrip(t: pa.Table, package: str, column: Callable[[list[Any], 
     """The batches a training framework's iterator hands over (one pass), each column back in Arrow."""
     pytest.importorskip(package)
     _forget_conversion_warnings()
-    ds = bridge.from_arrow(t)
+    ds = _source(t)
     it = ds.iter_torch_batches if package == "torch" else ds.iter_tf_batches
     batches = list(it(batch_size=None))
     if not batches:  # no rows: nothing was handed over, nothing could change
@@ -204,20 +224,20 @@ def _stop_spark() -> Any:
 
 def _spark_roundtrip(t: pa.Table, method: str) -> pa.Table:
     """``to_spark`` then ``from_spark`` (Spark's Arrow collection, or mapInArrow in Spark's Python workers)."""
-    return bridge.from_spark(bridge.from_arrow(t).to_spark(_spark()), method=method).to_arrow()
+    return bridge.from_spark(_source(t).to_spark(_spark()), method=method).to_arrow()
 
 
 def _capsule_roundtrip(t: pa.Table) -> pa.Table:
-    ds = bridge.from_arrow(t)
+    ds = _source(t)
     return bridge.from_arrow(pa.RecordBatchReader.from_stream(ds)).to_arrow()
 
 
 PATHS: dict[str, Callable[..., pa.Table]] = {
-    "arrow": lambda t, _tmp: _arrow(bridge.from_arrow(t)),
+    "arrow": lambda t, _tmp: _arrow(_source(t)),
     "capsule": lambda t, _tmp: _capsule_roundtrip(t),
-    "numpy_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda b: b)),
-    "pandas_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda df: df, batch_format="pandas")),
-    "pyarrow_batches": lambda t, _tmp: _arrow(bridge.from_arrow(t).map_batches(lambda b: b, batch_format="pyarrow")),
+    "numpy_batches": lambda t, _tmp: _arrow(_source(t).map_batches(lambda b: b)),
+    "pandas_batches": lambda t, _tmp: _arrow(_source(t).map_batches(lambda df: df, batch_format="pandas")),
+    "pyarrow_batches": lambda t, _tmp: _arrow(_source(t).map_batches(lambda b: b, batch_format="pyarrow")),
     "pandas": lambda t, _tmp: _pandas_roundtrip(t),
     "dask": lambda t, _tmp: _dask_roundtrip(t),
     "modin": lambda t, _tmp: _modin_roundtrip(t),
@@ -241,7 +261,7 @@ _TEMPORAL = ("date32", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp
              "timestamp_us_ny", "duration_us", "time64_ns")
 
 #: (path, type name, variant or "*") -> "CONVERTED", "REFUSED", FOREIGN(...) or XFAIL(reason).  Anything not
-#: listed is EXACT (18 paths x 39 types x 3 variants = 2,106 cells).
+#: listed is EXACT (18 paths x 39 types x 4 variants = 2,808 cells; ``blocks`` expected as ``nulls``).
 EXPECTED: dict[tuple[str, str, str], Any] = {
     # CSV is flat text: write_csv refuses nested, tensor and binary columns, naming them.
     **{("csv", name, "*"): "REFUSED" for name in (
@@ -310,10 +330,11 @@ def _run(path: str, variant: str, tmp_factory: Any) -> tuple[pa.Table | None, di
     key = (path, variant)
     if key in _results:
         return _results[key]
-    src = table(variant)
+    src = table(_table_variant(variant))
     messages: list[str] = []
     errors: dict[str, BaseException] = {}
     out: pa.Table | None = None
+    _AS_BLOCKS[0] = variant == "blocks"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -329,6 +350,7 @@ def _run(path: str, variant: str, tmp_factory: Any) -> tuple[pa.Table | None, di
             out = pa.Table.from_arrays([c.column(0) for c in cols], names=[c.column_names[0] for c in cols]) \
                 if cols else None
         messages = [str(w.message) for w in caught]
+    _AS_BLOCKS[0] = False
     _results[key] = (out, errors, messages)
     return _results[key]
 
@@ -349,7 +371,18 @@ def _values(col: pa.ChunkedArray) -> list:
     return col.to_pylist()
 
 
+#: The variants of the matrix: the README's three, and ``blocks``, the ``nulls`` rows as two blocks that
+#: differ (the null row and the dictionaries in the second only): what a path decides per block (a masked
+#: dtype, a dictionary's codes, a partition's metadata) must come back as one column. Expected as ``nulls``.
+CELL_VARIANTS = (*VARIANTS, "blocks")
+
+
+def _table_variant(variant: str) -> str:
+    return "nulls" if variant == "blocks" else variant
+
+
 def _expected(path: str, type_name: str, variant: str) -> Any:
+    variant = _table_variant(variant)
     return EXPECTED.get((path, type_name, variant), EXPECTED.get((path, type_name, "*"), EXACT))
 
 
@@ -357,7 +390,7 @@ def _cells() -> list[Any]:
     cells = []
     for path in PATHS:
         for type_name in TYPE_NAMES:
-            for variant in VARIANTS:
+            for variant in CELL_VARIANTS:
                 expected = _expected(path, type_name, variant)
                 marks = [pytest.mark.xfail(strict=True, reason=expected.reason)] if isinstance(expected, XFAIL) else []
                 if path in _SPARK_PATHS:
@@ -370,7 +403,7 @@ def _cells() -> list[Any]:
 def test_fidelity_cell(path: str, type_name: str, variant: str, tmp_path_factory: Any) -> None:
     expected = _expected(path, type_name, variant)
     out, errors, messages = _run(path, variant, tmp_path_factory)
-    want = normalize_types(table(variant).select([type_name])).column(0)
+    want = normalize_types(table(_table_variant(variant)).select([type_name])).column(0)
     if expected == "REFUSED":
         assert type_name in errors and type_name in str(errors[type_name]), errors.get(type_name)
         return

@@ -88,3 +88,19 @@ def test_several_blocks_with_zoned_times_and_lists_reach_xorbits(xpd):
         assert frame.to_pandas()["id"].tolist() == [1, 2, 3, 4]
         back = bridge.from_mars(frame).to_arrow()
         assert back.equals(table.select(columns)) and back.schema.equals(table.select(columns).schema), back
+
+
+def test_blocks_with_different_categories_make_one_categorical_in_xorbits(xpd):
+    """Each block's own dictionary made its chunk's categories, and Xorbits' concat of chunks that disagree
+    gave plain values (int64 / object here; the fidelity matrix's Categorical of ints with a null row came
+    back float64, 2**53 + 1 changed). Every chunk gets every block's categories, as ``to_pandas`` has them."""
+    big = 2**53 + 1
+    ds = bridge.from_pandas([pd.DataFrame({"n": pd.Categorical([big, 0]), "s": pd.Categorical(["b", "a"])}),
+                             pd.DataFrame({"n": pd.Categorical([-(2**62), None]), "s": pd.Categorical(["c", None])})])
+    assert ds.num_blocks() == 2
+    xdf = ds.to_mars()
+    want = ds.to_pandas()
+    assert [isinstance(xdf.dtypes[c], pd.CategoricalDtype) for c in ("n", "s")] == [True, True], xdf.dtypes
+    pd.testing.assert_frame_equal(xdf.to_pandas(), want)
+    assert want["n"].cat.categories.tolist() == [0, big, -(2**62)]
+    assert bridge.from_mars(xdf).to_arrow().column("n").to_pylist() == [big, 0, -(2**62), None]
