@@ -57,7 +57,7 @@ def render() -> str:
     cells = len(PATHS) * len(TYPE_NAMES) * len(CELL_VARIANTS)
     return "\n".join([LEGEND, "", *lines, "",
                       f"{len(TYPE_NAMES)} types x {len(PATHS)} paths x {len(CELL_VARIANTS)} variants "
-                      f"({', '.join(VARIANTS)}, and the nulls rows as two blocks whose null rows and "
+                      f"({', '.join(VARIANTS)}, and the nulls rows as two blocks, an empty one between, whose null rows and "
                       f"dictionaries differ, expected as nulls) = {cells:,} cells."])
 
 

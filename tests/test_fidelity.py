@@ -52,10 +52,11 @@ _AS_BLOCKS: list[bool] = [False]
 
 
 def _two_blocks(t: pa.Table) -> list[pa.Table]:
-    """``t`` as two blocks: the first three rows (no null row) and the rest, each dictionary column encoded
-    again per block, so the blocks hold different dictionaries ([b, a] and [c]) as separately made blocks do."""
+    """``t`` as two blocks, the first three rows (no null row) and the rest, with an empty block between
+    (a filter's output has them); each dictionary column is encoded again per block, so the blocks hold
+    different dictionaries ([b, a], [] and [c]) as separately made blocks do."""
     out = []
-    for part in (t.slice(0, 3), t.slice(3)):
+    for part in (t.slice(0, 3), t.slice(3, 0), t.slice(3)):
         cols = [pa.chunked_array([c.cast(c.type.value_type).combine_chunks().dictionary_encode()], c.type)
                 if pa.types.is_dictionary(c.type) else c for c in part.columns]
         out.append(pa.Table.from_arrays(cols, schema=part.schema))
@@ -372,8 +373,9 @@ def _values(col: pa.ChunkedArray) -> list:
 
 
 #: The variants of the matrix: the README's three, and ``blocks``, the ``nulls`` rows as two blocks that
-#: differ (the null row and the dictionaries in the second only): what a path decides per block (a masked
-#: dtype, a dictionary's codes, a partition's metadata) must come back as one column. Expected as ``nulls``.
+#: differ (the null row and the dictionaries in the second only; an empty block between): what a path
+#: decides per block (a masked dtype, a dictionary's codes, a partition's metadata) must come back as one
+#: column. Expected as ``nulls``.
 CELL_VARIANTS = (*VARIANTS, "blocks")
 
 
