@@ -78,7 +78,10 @@ def _pandas_roundtrip(t: pa.Table) -> pa.Table:
 
 def _dask_roundtrip(t: pa.Table) -> pa.Table:
     pytest.importorskip("dask.dataframe")
-    return bridge.from_dask(_source(t).to_dask()).to_arrow()
+    ddf = _source(t).to_dask()
+    # Dask's metadata says what the partitions hold.
+    pd.testing.assert_series_equal(ddf.dtypes, ddf.compute().dtypes)
+    return bridge.from_dask(ddf).to_arrow()
 
 
 def _modin_roundtrip(t: pa.Table) -> pa.Table:
@@ -87,6 +90,7 @@ def _modin_roundtrip(t: pa.Table) -> pa.Table:
     mdf = ds.to_modin()
     # What Modin says of the columns is what the partitions hold (it once sorted a Categorical's categories).
     pd.testing.assert_series_equal(mdf.dtypes, ds.to_pandas().dtypes)
+    pd.testing.assert_series_equal(mdf.dtypes, mdf._to_pandas().dtypes)
     return bridge.from_modin(mdf).to_arrow()
 
 
@@ -104,7 +108,9 @@ def _xorbits_roundtrip(t: pa.Table) -> pa.Table:
     from tests.constructors_engines import ensure_xorbits
 
     ensure_xorbits()
-    return bridge.from_mars(_source(t).to_mars()).to_arrow()
+    xdf = _source(t).to_mars()
+    pd.testing.assert_series_equal(xdf.dtypes, xdf.to_pandas().dtypes)  # what Xorbits says is what it holds
+    return bridge.from_mars(xdf).to_arrow()
 
 
 def _polars_roundtrip(t: pa.Table) -> pa.Table:
