@@ -21,6 +21,8 @@ names the same class.
   interleaves: every row once, not in order.  A loop that stops early and
   iterates again starts that epoch again (its rows may come twice, none is lost):
   the feed runs ahead of the loop, so where the loop stopped is not known.
+  Workers make CPU tensors: ``device="cuda"`` with workers is refused at the first
+  batch (``pin_memory=True`` on the DataLoader, then ``.to("cuda")`` in the loop).
 * **Length.** ``len()`` is this rank's batches (or rows when ``batch_size=None``).
 * **Resume.** ``state_dict()`` / ``load_state_dict()`` hold ``epoch``, ``seed`` and
   ``rows_consumed`` (this rank's).  With ``num_workers > 0`` pass the number of
@@ -77,6 +79,24 @@ def _refuse_batching_batches(batch_size: int | None, caller: Any) -> None:
         f"to 1), so each tensor would come as [k, {batch_size}, ...] instead of [{batch_size}, ...]",
         f"pass DataLoader(tds, batch_size=None); or to_torch(batch_size=None) (rows) and let the DataLoader "
         f"batch them: DataLoader(tds, batch_size={batch_size})")
+
+
+def _refuse_device_in_worker(device: Any, workers: int) -> None:
+    """``to_torch(device="cuda")`` read by DataLoader workers: a worker makes CPU tensors (CUDA cannot
+    start in a forked process, and the DataLoader hands a worker's batch over as it is), so the loop got
+    CPU tensors where it had asked for a device. Refused, naming the two ways that work; ``"auto"``
+    means the CPU in a worker."""
+    if device is None or device == "auto" or torch.device(device).type == "cpu":
+        return
+    from bridge.errors import BridgeValueError
+
+    raise BridgeValueError(
+        f"to_torch(device={device!r}) with DataLoader(num_workers={workers}): the workers' batches stay on "
+        f"the CPU (CUDA cannot start in a DataLoader worker), so the loop would get CPU tensors",
+        "keep the workers and move each batch in the loop: to_torch(device='cpu'), "
+        "DataLoader(tds, batch_size=None, num_workers=k, pin_memory=True), then "
+        "{k: v.to('cuda', non_blocking=True) for k, v in batch.items()}; or num_workers=0, where "
+        "to_torch copies to the device itself on a background thread")
 
 
 def _rank_world(rank: int | None, world_size: int | None, torch: Any) -> tuple[int, int]:
@@ -260,6 +280,7 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         _refuse_batching_batches(self.batch_size, sys._getframe(0).f_back)  # (a generator: runs at the first next())
         info = torch.utils.data.get_worker_info()
         if info is not None and os.getpid() != self._owner_pid:
+            _refuse_device_in_worker(self._fmt_kw["device"], info.num_workers)
             # The tables came over the feed's socket: this process's own memory, nothing to copy.
             fmt = make_formatter(**{**self._fmt_kw, "device": "cpu", "zero_copy": True})
             self._calls += 1

@@ -96,6 +96,19 @@ def test_to_torch_cuda_checksums_match_cpu_with_lagging_consumer():
     assert _lagging_checksums(loader) == _expected()
 
 
+def test_to_torch_on_cuda_read_by_dataloader_workers_is_refused_naming_the_fix():
+    """Workers made CPU tensors where the loop asked for CUDA ones; the refusal names both ways that work."""
+    tds = bridge.range(1000).to_torch(batch_size=100, device="cuda")
+    with pytest.raises(ValueError, match=r"(?s)to_torch\(device='cuda'\) with DataLoader\(num_workers=2\).*pin_memory=True"):
+        list(torch.utils.data.DataLoader(tds, batch_size=None, num_workers=2))
+    ids = [b["id"] for b in torch.utils.data.DataLoader(tds, batch_size=None)]  # no workers: on the device
+    assert all(t.is_cuda for t in ids) and torch.cat(ids).cpu().tolist() == list(range(1000))
+    cpu = bridge.range(1000).to_torch(batch_size=100, device="cpu")
+    loader = torch.utils.data.DataLoader(cpu, batch_size=None, num_workers=2, pin_memory=True)
+    got = [b["id"].to("cuda", non_blocking=True) for b in loader]  # the hint's way
+    assert sorted(torch.cat(got).cpu().tolist()) == list(range(1000))
+
+
 def test_streaming_split_cuda_rows_match_cpu_with_lagging_consumers():
     rows = ROWS // 2
     its = _dataset(rows).streaming_split(2, equal=False)
