@@ -25,13 +25,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def _materialized(bundles: list[RefBundle], name: str) -> MaterializedDataset:
+def _materialized(bundles: list[RefBundle], name: str,
+                  all_null: list[frozenset[str]] | None = None) -> MaterializedDataset:
     from bridge.dataset import MaterializedDataset
 
-    return MaterializedDataset(InputData([], _one_schema(bundles, name), name))
+    return MaterializedDataset(InputData([], _one_schema(bundles, name, all_null), name))
 
 
-def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
+def _one_schema(bundles: list[RefBundle], name: str,
+                all_null: list[frozenset[str]] | None = None) -> list[RefBundle]:
     """The blocks of one Dataset share one schema.
 
     Parts that bring the same columns with different types (int32 in one pandas
@@ -44,15 +46,51 @@ def _one_schema(bundles: list[RefBundle], name: str) -> list[RefBundle]:
     above 2**53 to float64) raises instead of changing.  Blocks whose columns
     differ are left as they are (``schema()`` then reports all columns, as Ray
     Data's does).  Costs one schema comparison per block when they agree.
+
+    ``all_null`` (one set per block, where the blocks were made here): the columns holding no value in
+    that block.  Such a column's type says nothing of its values -- a pandas chunk whose int column is
+    empty there is float64 of NaN, one of text is object of None -- so where another block holds values
+    of that column, it takes theirs: ints stay ints (with nulls), rather than all becoming float64 or,
+    past 2**53, refused.
     """
     from bridge.plan.schema import blocks_schema
 
     metas = [m for b in bundles for m in b.metas]
     if _agree(metas):
         return bundles
-    target = blocks_schema(metas, name)
+    target = blocks_schema(_values_typed(metas, all_null) if all_null else metas, name)
     assert target is not None
     return _cast_to(bundles, target, name)
+
+
+def _values_typed(metas: list[BlockMetadata], all_null: list[frozenset[str]]) -> list[BlockMetadata]:
+    """``metas`` with each column that holds no value in its block typed ``null`` (which any type takes),
+    where another block holds values of that column."""
+    with_values: set[str] = set()
+    for m, empty in zip(metas, all_null):
+        if m.schema is not None and m.num_rows:
+            with_values.update(n for n in m.schema.names if n not in empty)
+    out = []
+    for m, empty in zip(metas, all_null):
+        loose = [n for n in empty if n in with_values]
+        if m.schema is None or not loose:
+            out.append(m)
+            continue
+        schema = m.schema
+        for n in loose:
+            i = schema.get_field_index(n)
+            if i >= 0:
+                schema = schema.set(i, schema.field(i).with_type(pa.null()))
+        out.append(BlockMetadata(num_rows=m.num_rows, size_bytes=m.size_bytes, schema=schema))
+    return out
+
+
+def _all_null_columns(block: Block) -> frozenset[str]:
+    """The columns of ``block`` that hold rows but no value (typed other than ``null``)."""
+    if not block.num_rows:
+        return frozenset()
+    return frozenset(f.name for f, c in zip(block.schema, block.columns)
+                     if c.null_count == len(c) and not pa.types.is_null(f.type))
 
 
 def _agree(metas: list[BlockMetadata]) -> bool:
@@ -171,8 +209,14 @@ def cast_to_shared(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
     parts, keeping its own metadata; a value that type cannot hold raises ``SchemaMismatchError``."""
     from bridge.errors import SchemaMismatchError
 
+    table = table.select(schema.names)
+    for i, (f, col) in enumerate(zip(table.schema, table.columns)):
+        to = schema.field(f.name).type
+        if f.type != to and len(col) and col.null_count == len(col):
+            # No value to convert: nulls of the shared type (Arrow casts no double to a list, say).
+            table = table.set_column(i, f.with_type(to), pa.nulls(len(col), to))
     try:
-        return table.select(schema.names).cast(schema.with_metadata(table.schema.metadata))
+        return table.cast(schema.with_metadata(table.schema.metadata))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         changed = [f"{f.name!r} {f.type} -> {schema.field(f.name).type}" for f in table.schema
                    if f.type != schema.field(f.name).type]
@@ -272,14 +316,15 @@ def _put_blocks(blocks: Iterable[Any], name: str, convert: Callable[[Any], Block
 
     ensure_ray()
 
-    def put(item: Any) -> RefBundle:
+    def put(item: Any) -> tuple[RefBundle, frozenset[str]]:
         b = convert(item) if convert is not None else item
         _check_unique_names(b, name)
         # Ray's Arrow serializer ships only the rows of a slice: no copy needed here.
         b = normalize_types(b)
-        return RefBundle([ray.put(b)], [BlockMetadata.of(b)])
+        return RefBundle([ray.put(b)], [BlockMetadata.of(b)]), _all_null_columns(b)
 
-    return _materialized(list(in_threads(put, blocks)), name)
+    done = list(in_threads(put, blocks))
+    return _materialized([bundle for bundle, _ in done], name, [empty for _, empty in done])
 
 
 def _check_unique_names(block: Block, name: str) -> None:
