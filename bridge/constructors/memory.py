@@ -210,12 +210,12 @@ def cast_to_shared(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
     from bridge.errors import SchemaMismatchError
 
     table = table.select(schema.names)
-    for i, (f, col) in enumerate(zip(table.schema, table.columns)):
-        to = schema.field(f.name).type
-        if f.type != to and len(col) and col.null_count == len(col):
-            # No value to convert: nulls of the shared type (Arrow casts no double to a list, say).
-            table = table.set_column(i, f.with_type(to), pa.nulls(len(col), to))
     try:
+        for i, (f, col) in enumerate(zip(table.schema, table.columns)):
+            to = schema.field(f.name).type
+            if f.type != to and len(col) and col.null_count == len(col):
+                # No value to convert: nulls of the shared type (Arrow casts no double to a list, say).
+                table = table.set_column(i, f.with_type(to), pa.nulls(len(col), to))
         return table.cast(schema.with_metadata(table.schema.metadata))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
         changed = [f"{f.name!r} {f.type} -> {schema.field(f.name).type}" for f in table.schema
