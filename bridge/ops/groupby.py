@@ -54,6 +54,13 @@ def _canonical(table: pa.Table, keys: list[str]) -> pa.Table:
 
 def _aggregate(table: pa.Table, keys: list[str], specs: list[Any], names: list[str]) -> pa.Table:
     """``group_by(keys).aggregate(specs)`` with the result columns renamed to ``keys + names``."""
+    if not table.num_rows and any(pa.types.is_dictionary(f.type) for f in table.schema):
+        # pyarrow (26) aborts the whole process grouping a dictionary column of no rows ("distinct": a
+        # filter's empty block under unique()): one row of nulls is aggregated instead, and none of its
+        # output kept -- the same columns and types.
+        one = pa.Table.from_arrays([pa.nulls(1, f.type) for f in table.schema],
+                                   schema=pa.schema([f.with_nullable(True) for f in table.schema]))
+        return _aggregate(one, keys, specs, names).slice(0, 0)
     out = _canonical(table, keys).group_by(keys, use_threads=False).aggregate(specs)
     # pyarrow >= 13 puts the keys first; older releases put them last.
     order = keys + names if out.column_names[: len(keys)] == keys else names + keys
