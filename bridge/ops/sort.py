@@ -131,6 +131,24 @@ def _boundary_table(column: str, values: list[Any], schema: pa.Schema | None) ->
         raise BridgeValueError(msg, f"pass boundaries of the column's type {t}") from err
 
 
+def _refuse_ordered_dictionaries(label: str, columns: list[str], schema: pa.Schema | None) -> None:
+    """A sort compares a dictionary column by its values (Arrow's rule, text order for text); an *ordered*
+    dictionary -- a pandas ``Categorical(ordered=True)`` -- means its own order ("lo" < "hi" < "top"),
+    which pandas sorts by. Sorting it by its text would put "hi" first: refused, naming both ways."""
+    for column in columns:
+        t = schema.field(column).type if schema is not None and column in schema.names else None
+        if t is None or not (pa.types.is_dictionary(t) and t.ordered):
+            continue
+        msg = (f"{label}: key column {column!r} is an ordered dictionary ({t}): its order is its meaning, "
+               f"and a sort compares the values themselves, not that order")
+        values = f"t[{column!r}].cast(t[{column!r}].type.value_type)"
+        raise BridgeValueError(
+            msg, f"sort by the position in its order: order = [...categories...]; "
+                 f"ds.add_column('{column}_rank', lambda t: pc.index_in({values}, value_set=pa.array(order)), "
+                 f"batch_format='pyarrow').sort('{column}_rank'); or by the values: "
+                 f"ds.add_column({column!r}, lambda t: {values}, batch_format='pyarrow')")
+
+
 def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None) -> Any:
     """The ``AllToAll`` function of ``sort``.
 
@@ -146,6 +164,7 @@ def sort_fn(sort_keys: SortKeys, label: str, boundaries: list[Any] | None = None
             return []
         exchange.check_columns(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
         exchange.check_key_types(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
+        _refuse_ordered_dictionaries(label, [c for c, _ in sort_keys], exchange.input_schema(metas))
         if boundaries is not None:
             bounds: pa.Table | None = _boundary_table(sort_keys[0][0], boundaries, exchange.input_schema(metas))
             n_out = len(boundaries) + 1
