@@ -407,6 +407,14 @@ def numeric_null_columns(block: Block, aggs: list[AggregateFn]) -> Block:
             if i >= 0 and block.schema.get_field_index(_float_input(kind, col)) < 0:
                 values = block.column(i)
                 t = values.type
+                if kind is Mean and pa.types.is_integer(t) and t != pa.uint64():
+                    # Summed exactly as int64 (see Mean.finish): a float64 sum rounded each value past 2**53
+                    # and each block's partial sum, so the mean changed with the blocks' edges.
+                    values = values.cast(pa.int64())
+                    block = block.append_column(_float_input(kind, col), values)
+                    if block.schema.get_field_index(_float_input(Sum, col)) < 0 and _may_wrap(values):
+                        block = block.append_column(_float_input(Sum, col), values.cast(pa.float64(), safe=False))
+                    continue
                 if pa.types.is_boolean(t) or (pa.types.is_integer(t) if kind is Mean else pa.types.is_decimal(t)):
                     values = values.cast(pa.float64(), safe=False)  # rounds beyond 2**53, as NumPy does
                 elif pa.types.is_decimal128(t):
@@ -750,8 +758,32 @@ class Mean(_Builtin):
                                             f"ds.add_column({col!r}, lambda t: pc.cast(t[{col!r}], pa.float64()), "
                                             f"batch_format='pyarrow')")
             return _decimal_means(total, count)
+        if pa.types.is_integer(total.type):
+            return _integer_means(total, count, approx)
         mean = pc.divide(pc.cast(total, pa.float64()), pc.cast(count, pa.float64()))
         return pc.if_else(pc.greater(count, 0), mean, pa.scalar(None, pa.float64()))
+
+
+def _integer_means(total: pa.Array, count: pa.Array, approx: pa.Array | None) -> pa.Array:
+    """Exact int64 sums over counts, each rounded once to float64: the same mean however the rows are cut
+    into blocks (a float64 sum of the values gave 1.0 on one block, 0.8 on two, for a true 1.2). A sum
+    within 2**53 divides exactly in float64; a larger one by Python's correctly rounded ``int / int``.  A
+    group whose int64 sum wrapped (its float64 sum ``approx`` 2**64 away) takes the float sum's mean, as
+    NumPy's ``mean`` gives."""
+    tot = pc.fill_null(total, 0).to_numpy(zero_copy_only=False)
+    cnt = pc.fill_null(count, 0).to_numpy(zero_copy_only=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = tot.astype(np.float64) / cnt
+        if approx is not None:
+            app = pc.fill_null(approx, 0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+            wrapped = np.abs(tot.astype(np.float64) - app) > 2.0**62
+            mean[wrapped] = app[wrapped] / cnt[wrapped]
+        else:
+            wrapped = np.zeros(len(tot), dtype=bool)
+    for g in np.flatnonzero(~wrapped & (np.abs(tot) > 2**53) & (cnt > 0)):
+        mean[g] = int(tot[g]) / int(cnt[g])
+    valid = np.asarray(total.is_valid().to_numpy(zero_copy_only=False)) & (cnt > 0)
+    return pa.array(mean, pa.float64(), mask=~valid)
 
 
 def _decimal_means(total: pa.Array, count: pa.Array) -> pa.Array:
