@@ -546,9 +546,9 @@ def _may_wrap(col: pa.ChunkedArray) -> bool:
 
 
 def _float_input(kind: type, col: str) -> str:
-    """The column :class:`Mean` / :class:`Std` reads: bools as float64, and for the mean integers too,
-    as NumPy's ``mean`` accumulates them (an int64 sum wrapped past 2**63, e.g. nanosecond timestamps
-    as ints, and the mean came out wrong); for the std decimals (Arrow has no variance of bools or
+    """The column :class:`Mean` / :class:`Std` reads: bools as float64; for the mean, integers as int64,
+    summed exactly, with a float64 copy where the sum may pass 2**63 (:func:`_integer_means`; uint64 as
+    float64, as NumPy's ``mean`` accumulates it); for the std decimals (Arrow has no variance of bools or
     decimals).  A decimal's mean is summed exactly."""
     return f"__raybridge_{kind.__name__.lower()}_{col}"
 
