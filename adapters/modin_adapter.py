@@ -225,7 +225,8 @@ def dataset_to_modin(ds: Dataset) -> Any:
     except Exception as err:
         msg = f"to_modin: Modin rejected the {len(refs)} partitions: {type(err).__name__}: {err}"
         raise BridgeError(msg, "check that Modin runs on Ray (modin.config.Engine.put('ray'))") from err
-    _tell_dtypes(mdf, meta.dtypes)
+    if layout.one_schema:  # (blocks of different types: each partition's own; Modin computes them)
+        _tell_dtypes(mdf, meta.dtypes)
     return mdf
 
 

@@ -43,3 +43,15 @@ def test_a_sum_past_int64_takes_the_float_sum_and_nulls_still_count_as_before():
         rows = {r["g"]: r["mean(x)"] for r in ds.groupby("g").mean("x").take_all()}
         assert rows == {0: float(2**53 + 1), 1: None}
         assert ds.aggregate(bridge.Mean("x", ignore_nulls=False)) == {"mean(x)": None}
+
+
+def test_blocks_of_int64_and_float64_in_one_column_take_the_float_mean():
+    """A union of an int64 and a float64 Dataset keeps each block's type (schema(): double): the int block's
+    exact sum next to the float block's once refused to merge past 2**53."""
+    ds = bridge.from_blocks([pa.table({"x": pa.array([2**53 + 1, 3 * 2**60], pa.int64())})]).union(
+        bridge.from_blocks([pa.table({"x": pa.array([1.0, 2.5])})]))
+    assert ds.schema().field("x").type == pa.float64()
+    assert ds.mean("x") == (float(2**53 + 1) + float(3 * 2**60) + 1.0 + 2.5) / 4
+    wraps = bridge.from_blocks([pa.table({"x": pa.array([4 * 10**18] * 3, pa.int64())})]).union(
+        bridge.from_blocks([pa.table({"x": pa.array([4e18])})]))
+    assert wraps.mean("x") == 4e18  # the int block's int64 sum wrapped; its float sum did not

@@ -63,6 +63,17 @@ def test_to_modin_dtypes_are_the_partitions_own_with_categories_in_order(mpd):
     pd.testing.assert_frame_equal(mdf._to_pandas(), pdf)
 
 
+def test_to_modin_of_blocks_of_two_types_leaves_the_dtypes_to_modin(mpd):
+    """Blocks of int64 and float64 (a union): the first block's dtype is not every partition's, so Modin is
+    not told it (it said int64, and astype(int64) left 2.5 as it was)."""
+    import pyarrow as pa
+
+    ds = bridge.from_blocks([pa.table({"x": [1, 2]})]).union(bridge.from_blocks([pa.table({"x": [2.5]})]))
+    mdf = ds.to_modin()
+    assert str(mdf.dtypes["x"]) == "float64" and mdf.select_dtypes("integer").columns.tolist() == []
+    assert mdf.astype({"x": "int64"})["x"]._to_pandas().tolist() == [1, 2, 2]
+
+
 def test_default_index_and_known_row_lengths(mpd):
     ds = bridge.range(90, override_num_blocks=3)
     mdf = ds.to_modin()

@@ -117,6 +117,9 @@ class BlockLayout:
     num_rows: int
     #: The blocks of no rows (what an empty Dataset still says of its dictionaries' values).
     empty: list[ray.ObjectRef] = dataclasses.field(default_factory=list)
+    #: Whether every non-empty block has ``schema``'s types (blocks a function made may differ: int64 and
+    #: float64), so that what ``schema`` says of a column holds for every block.
+    one_schema: bool = True
 
     @classmethod
     def of(cls, bundles: Iterable[RefBundle]) -> BlockLayout:
@@ -131,7 +134,9 @@ class BlockLayout:
             starts.append(total)
             total += n
         empty = [r for r, m in zip(refs, metas) if not m.num_rows]
-        return cls(first_schema(metas) or pa.schema([]), blocks, starts, total, empty)
+        first = first_schema(metas)
+        same = first is None or all(m.schema is None or m.schema.equals(first) for m in metas if m.num_rows)
+        return cls(first or pa.schema([]), blocks, starts, total, empty, same)
 
     @property
     def index_columns(self) -> list[str]:

@@ -760,6 +760,10 @@ class Mean(_Builtin):
             return _decimal_means(total, count)
         if pa.types.is_integer(total.type):
             return _integer_means(total, count, approx)
+        if approx is not None:
+            # The float64 sums: a float column's own sum; where an int block's exact sum was cast to float
+            # to merge with a float block's (_mean_states_as_floats), its float sum, which did not wrap.
+            total = approx
         mean = pc.divide(pc.cast(total, pa.float64()), pc.cast(count, pa.float64()))
         return pc.if_else(pc.greater(count, 0), mean, pa.scalar(None, pa.float64()))
 

@@ -147,9 +147,32 @@ def partial_states(block: Block, keys: list[str], aggs: list[AggregateFn]) -> pa
     return out.select(order)
 
 
+def _mean_states_as_floats(partials: list[pa.Table], aggs: list[AggregateFn]) -> list[pa.Table]:
+    """A Mean's state columns as float64 in every partial where the blocks gave them in different types:
+    an int block's exact int64 sum next to a float block's float64 one (a Dataset whose function made the
+    column int64 in one block and float64 in another). Concatenating would refuse an int sum past 2**53;
+    the mean of such a column is taken from the float64 sums (:meth:`Mean.finish`)."""
+    from bridge.ops.aggregate import Mean
+
+    if len(partials) < 2:
+        return partials
+    names = [f"__s{i}_{j}" for i, a in enumerate(aggs) if type(a) is Mean for j in range(len(a.merge_specs()))]
+    mixed = [n for n in names if len({p.schema.field(n).type for p in partials if n in p.column_names}) > 1]
+    if not mixed:
+        return partials
+    out = []
+    for p in partials:
+        for n in mixed:
+            i = p.schema.get_field_index(n)
+            if i >= 0 and pa.types.is_integer(p.schema.field(i).type):
+                p = p.set_column(i, n, p.column(i).cast(pa.float64(), safe=False))
+        out.append(p)
+    return out
+
+
 def merge_states(partials: list[pa.Table], keys: list[str], aggs: list[AggregateFn]) -> pa.Table:
     """Merge state rows of the same group and finalise: keys + one column per aggregation, sorted by keys."""
-    states = _with_row_ids(concat_blocks(partials))
+    states = _with_row_ids(concat_blocks(_mean_states_as_floats(partials, aggs)))
     specs: list[Any] = []
     names = []
     firsts = [k for k in keys if _first_name(k) in states.column_names]
