@@ -56,3 +56,12 @@ def test_arrow_tables_whose_column_is_all_null_in_one_take_the_others_type():
     ds = bridge.from_arrow([pa.table({"x": [BIG]}), pa.table({"x": pa.array([None, None], pa.float64())})])
     assert ds.schema().field("x").type == pa.int64()
     assert ds.take_all() == [{"x": BIG}, {"x": None}, {"x": None}]
+
+
+def test_the_rule_holds_when_tables_are_joined_and_narrows_no_type():
+    parts = [pa.table({"x": [BIG]}), pa.table({"x": pa.array([None], pa.float64())})]
+    joined = bridge.from_arrow(parts, override_num_blocks=2)  # (concatenated first, then cut)
+    assert joined.schema().field("x").type == pa.int64() and joined.take_all() == [{"x": BIG}, {"x": None}]
+    # Only a float column without a value (pandas' NaN) gives way: an all-null int64 still widens int8.
+    wide = bridge.from_arrow([pa.table({"x": pa.array([100], pa.int8())}), pa.table({"x": pa.array([None], pa.int64())})])
+    assert wide.schema().field("x").type == pa.int64()

@@ -47,11 +47,10 @@ def _one_schema(bundles: list[RefBundle], name: str,
     differ are left as they are (``schema()`` then reports all columns, as Ray
     Data's does).  Costs one schema comparison per block when they agree.
 
-    ``all_null`` (one set per block, where the blocks were made here): the columns holding no value in
-    that block.  Such a column's type says nothing of its values -- a pandas chunk whose int column is
-    empty there is float64 of NaN, one of text is object of None -- so where another block holds values
-    of that column, it takes theirs: ints stay ints (with nulls), rather than all becoming float64 or,
-    past 2**53, refused.
+    ``all_null`` (one set per block, where the blocks were made here): the float columns holding no value
+    in that block.  Such a column's type says nothing of its values -- a pandas chunk whose int or text
+    column is empty there is float64 of NaN -- so where another block holds values of that column, it
+    takes theirs: ints stay ints (with nulls), rather than all becoming float64 or, past 2**53, refused.
     """
     from bridge.plan.schema import blocks_schema
 
@@ -86,11 +85,13 @@ def _values_typed(metas: list[BlockMetadata], all_null: list[frozenset[str]]) ->
 
 
 def _all_null_columns(block: Block) -> frozenset[str]:
-    """The columns of ``block`` that hold rows but no value (typed other than ``null``)."""
+    """The float columns of ``block`` that hold rows but no value: what pandas makes of a column with no
+    value (NaN), whatever the column holds elsewhere.  (A column of another type keeps it: an all-null int64
+    next to int8 still makes the column int64.)"""
     if not block.num_rows:
         return frozenset()
     return frozenset(f.name for f, c in zip(block.schema, block.columns)
-                     if c.null_count == len(c) and not pa.types.is_null(f.type))
+                     if c.null_count == len(c) and pa.types.is_floating(f.type))
 
 
 def _agree(metas: list[BlockMetadata]) -> bool:
@@ -452,7 +453,8 @@ def _concat_one_schema(parts: list[pa.Table], name: str) -> pa.Table:
     """The tables as one, each cast (safely) to the promotion of their schemas when they differ."""
     from bridge.plan.schema import unified_schema
 
-    with_rows = [t.schema for t in parts if t.num_rows] or [t.schema for t in parts[:1]]
+    metas = _values_typed([BlockMetadata.of(t) for t in parts], [_all_null_columns(t) for t in parts])
+    with_rows = [m.schema for m in metas if m.num_rows and m.schema is not None] or [t.schema for t in parts[:1]]
     if not with_rows:
         return pa.table({})
     target = unified_schema(with_rows, name)
