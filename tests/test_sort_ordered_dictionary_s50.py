@@ -44,3 +44,17 @@ def test_the_hints_two_ways_sort_by_the_order_and_by_the_values():
 def test_an_unordered_dictionary_still_sorts_by_its_values():
     pdf = pd.DataFrame({"c": pd.Categorical(["top", "lo", "hi"], categories=ORDER)})
     assert [r["c"] for r in bridge.from_pandas(pdf).sort("c").take_all()] == ["hi", "lo", "top"]
+
+
+def test_min_and_max_of_an_ordered_dictionary_are_refused_and_the_hint_gives_the_order():
+    ds, _ = _levels()
+    for call in (lambda: ds.min("level"), lambda: ds.max("level"),
+                 lambda: ds.groupby("n").aggregate(bridge.Max("level")).take_all()):
+        with pytest.raises(BridgeValueError, match=r"(?s)'level', an ordered dictionary.*index_in"):
+            call()
+    order = ORDER
+    ranked = ds.add_column("level_rank", lambda t: pc.index_in(t["level"].cast(t["level"].type.value_type),
+                                                               value_set=pa.array(order)), batch_format="pyarrow")
+    assert (order[ranked.min("level_rank")], order[ranked.max("level_rank")]) == ("lo", "top")  # pandas: lo, top
+    unordered = bridge.from_pandas(pd.DataFrame({"c": pd.Categorical(["top", "lo"], categories=ORDER)}))
+    assert (unordered.min("c"), unordered.max("c")) == ("lo", "top")

@@ -519,6 +519,18 @@ def typed_aggregations(label: str, aggs: list[AggregateFn], schema: pa.Schema | 
                         "aggregate another column, or compute one this aggregation takes first (add_column / "
                         "map_batches); Count and Unique take most types, Min / Max strings and times")
                 raise UnsupportedTypeError(msg, hint)
+            if isinstance(a, Min) and pa.types.is_dictionary(t) and t.ordered:
+                from bridge.errors import BridgeValueError
+
+                # (as sort: the kernels compare the values, and an ordered dictionary means its own order)
+                values = f"t[{a.on!r}].cast(t[{a.on!r}].type.value_type)"
+                raise BridgeValueError(
+                    f"{label}: {a.name} of column {a.on!r}, an ordered dictionary ({t}): its order is its meaning, "
+                    f"and {type(a).__name__} compares the values themselves, not that order",
+                    f"take it by the position in its order: order = [...categories...]; ds.add_column("
+                    f"'{a.on}_rank', lambda t: pc.index_in({values}, value_set=pa.array(order)), "
+                    f"batch_format='pyarrow'), then order[ds.{a._fn}('{a.on}_rank')]; or of the values: "
+                    f"ds.add_column({a.on!r}, lambda t: {values}, batch_format='pyarrow')")
             a = copy.copy(a)
             a.input_type = t
             if _computed_as(t) is not None and a.keeps_type(t):
