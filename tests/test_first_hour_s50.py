@@ -20,11 +20,18 @@ from bridge.errors import SchemaMismatchError
 BIG = 2**53 + 1
 
 
+def _from_refs(frames: list[pd.DataFrame]) -> bridge.Dataset:
+    import ray
+
+    return bridge.from_pandas_refs([ray.put(f) for f in frames])  # converted in a task per frame
+
+
+@pytest.mark.parametrize("make", [bridge.from_pandas, _from_refs], ids=["from_pandas", "from_pandas_refs"])
 @pytest.mark.parametrize("empty", [[np.nan, np.nan], [None, None]], ids=["nan", "none"])
-def test_an_int_column_empty_in_one_chunk_stays_int(empty):
-    ds = bridge.from_pandas([pd.DataFrame({"x": [BIG, 2], "s": ["a", "b"]}),
-                             pd.DataFrame({"x": empty, "s": [np.nan, np.nan]}),
-                             pd.DataFrame({"x": [7], "s": ["c"]})])
+def test_an_int_column_empty_in_one_chunk_stays_int(empty, make):
+    ds = make([pd.DataFrame({"x": [BIG, 2], "s": ["a", "b"]}),
+               pd.DataFrame({"x": empty, "s": [np.nan, np.nan]}),
+               pd.DataFrame({"x": [7], "s": ["c"]})])
     assert ds.num_blocks() == 3
     assert ds.schema().field("x").type == pa.int64() and ds.schema().field("s").type == pa.string()
     assert ds.to_arrow().to_pylist() == [{"x": BIG, "s": "a"}, {"x": 2, "s": "b"}, {"x": None, "s": None},

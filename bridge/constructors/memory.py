@@ -615,7 +615,9 @@ def _arrow_ref_metas(refs: list[ray.ObjectRef]) -> list[BlockMetadata]:
 
 
 @ray.remote(num_returns=2)
-def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
+def _convert(obj: Any, kind: str) -> tuple[Block, tuple[BlockMetadata, frozenset[str]]]:
+    """One part as a block, and its metadata with its float columns that hold no value
+    (:func:`_one_schema`: a frame whose int column has no value there is float64 of NaN)."""
     from bridge.batch import to_block
 
     if kind == "pandas":
@@ -624,7 +626,7 @@ def _convert(obj: Any, kind: str) -> tuple[Block, BlockMetadata]:
         block = to_block({"data": obj})
     else:
         block = to_block(obj)
-    return block, BlockMetadata.of(block)
+    return block, (BlockMetadata.of(block), _all_null_columns(block))
 
 
 def from_arrow_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
@@ -655,8 +657,9 @@ def _from_refs(refs: list[ray.ObjectRef], kind: str, name: str) -> MaterializedD
 
     ensure_ray()
     pairs = [_convert.remote(r, kind) for r in refs]
-    metas = ray.get([m for _, m in pairs])
-    return _materialized([RefBundle([b], [m]) for (b, _), m in zip(pairs, metas)], name)
+    described = ray.get([m for _, m in pairs])
+    return _materialized([RefBundle([b], [m]) for (b, _), (m, _) in zip(pairs, described)], name,
+                         [empty for _, empty in described])
 
 
 def from_pandas_refs(refs: list[ray.ObjectRef]) -> MaterializedDataset:
