@@ -72,6 +72,41 @@ def test_failed_write_task_leaves_no_partial_file(tmp_path):
     assert os.listdir(out) == []
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_a_failed_overwrite_keeps_the_earlier_output(tmp_path, fmt):
+    """The default mode removed the earlier files before any task ran: a typo in the next step's function
+    left the directory empty. The earlier files go only once every new one is written."""
+    out = str(tmp_path / "w")
+    write = lambda ds: getattr(ds, f"write_{fmt}")(out)  # noqa: E731
+    read = getattr(bridge, f"read_{fmt}")
+    write(bridge.range(10, override_num_blocks=2))
+    before = sorted(os.listdir(out))
+
+    def broken(b):
+        return {"id": b["no_such_column"]}
+
+    with pytest.raises(bridge.UserCodeError, match="no_such_column"):
+        write(bridge.range(10, override_num_blocks=4).map_batches(broken))
+    assert sorted(os.listdir(out)) == before  # no staged file left either
+    assert sorted(r["id"] for r in read(out).take_all()) == list(range(10))
+    write(bridge.range(3))  # a successful overwrite still replaces all of it
+    assert sorted(os.listdir(out)) == [f"part-00000.{fmt}"]
+    assert sorted(r["id"] for r in read(out).take_all()) == [0, 1, 2]
+
+
+def test_a_failed_partitioned_overwrite_keeps_the_earlier_directories(tmp_path):
+    out = str(tmp_path / "p")
+    ds = bridge.from_items([{"k": i % 2, "v": i} for i in range(6)])
+    ds.write_parquet(out, partition_cols=["k"])
+    def broken(b):
+        raise ValueError("a bad batch")
+
+    with pytest.raises(bridge.UserCodeError, match="a bad batch"):
+        ds.map_batches(broken).write_parquet(out, partition_cols=["k"])
+    back = bridge.read_parquet(out).take_all()
+    assert sorted((r["k"], r["v"]) for r in back) == sorted((i % 2, i) for i in range(6))
+
+
 def test_hidden_temporary_files_are_not_read(tmp_path):
     bridge.range(3).write_json(str(tmp_path))
     (tmp_path / ".part-00001.json.abc.tmp").write_text('{"id": 99}\n{"id": ')

@@ -20,12 +20,17 @@ the top (:meth:`FileWriter.write_schema_file`).  A CSV without columns is not wr
 
 ``filename_provider=`` (a :class:`FilenameProvider`, or Ray Data's) names the
 files instead.  Its names cannot be checked before the tasks run, so each task
-writes a hidden staged file and the driver renames them all once every task
-has finished, after checking that no two tasks got one name and (with
-``mode="append"``) that no name is taken: a provider that repeats a name fails
-the write and nothing is replaced.  ``mode="overwrite"`` then removes the
-earlier output; a failed write removes its staged files and leaves the
-directory as it was.
+writes a hidden staged file (``.{name}.{write id}.stage``) and the driver renames
+them all once every task has finished, after checking that no two tasks got one
+name and (with ``mode="append"``) that no name is taken: a provider that repeats
+a name fails the write and nothing is replaced.
+
+``mode="overwrite"`` (the default) stages its files the same way, whatever names
+them, and removes the earlier output only once every new file is in place: a
+write that fails -- a user function's error in the steps before it, a full disk,
+Ctrl-C -- removes its staged files and leaves the directory as it was (the
+earlier output was once removed before the first task ran, so a typo in a
+function emptied the directory).
 
 ``mode="overwrite"`` replaces the earlier output, which is every file a read
 of the directory would take for this format's data (any depth, any writer:
@@ -264,6 +269,9 @@ class FileWriter:
     #: Names the files (see the module docstring); ``provider_uuid`` is the write's id it is given.
     filename_provider: Any = None
     provider_uuid: str = ""
+    #: Tasks write hidden staged files that the driver renames once all succeeded (:func:`commit_staged`):
+    #: with a ``filename_provider``, and for ``mode="overwrite"`` (a failed write keeps the earlier output).
+    staged: bool = False
 
     def file_name(self, index: int) -> str:
         if self.filename_provider is not None:
@@ -276,7 +284,7 @@ class FileWriter:
         parts = [b for b in blocks]
         table = concat_blocks(parts) if parts else None
         # Empty blocks are skipped, except the first, which keeps the schema on disk.
-        staged = self.filename_provider is not None
+        staged = self.staged or self.filename_provider is not None
         if (table is None or (table.num_rows == 0 and ctx.task_index != 0)
                 or self._nothing_to_write(table, ctx.task_index)):
             yield _result([], [], [] if staged else None, b"" if self.partition_cols else None)
@@ -293,7 +301,7 @@ class FileWriter:
             if subdir or "/" in name:
                 self.fs.create_dir(head, recursive=True)
             target = f"{head}/.{base}.{self.provider_uuid}.stage" if staged else path
-            self._write_file(target, piece)
+            self._write_file(target, piece, hidden=staged)
             paths.append(path)
             counts.append(piece.num_rows)
             stages.append(target)
@@ -331,9 +339,15 @@ class FileWriter:
         self._write_file(path, empty_table(schema))
         return _result([path], [0], None, schema.serialize().to_pybytes())
 
-    def _write_file(self, path: str, table: Block) -> None:
+    def _write_file(self, path: str, table: Block, hidden: bool = False) -> None:
+        """Write ``table`` to ``path``: through a temporary name, unless ``path`` is hidden itself (a staged
+        file, which no read takes and a retried task writes again: one rename less, a copy less on S3)."""
         try:
-            atomic_write(self.fs, path, lambda stream: self._write(table, stream))
+            if hidden:
+                with self.fs.open_output_stream(path) as stream:
+                    self._write(table, stream)
+            else:
+                atomic_write(self.fs, path, lambda stream: self._write(table, stream))
         except BridgeError:
             raise
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
@@ -545,12 +559,14 @@ def remove_staged(fs: pafs.FileSystem, directory: str, write_uuid: str, settle_s
         time.sleep(0.25)
 
 
-def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, directory: str) -> list[str]:
-    """Rename every staged file to its provided name, after checking that none repeats or (append) exists.
+def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, directory: str,
+                  prefix: str = "", ext: str = "") -> list[str]:
+    """Rename every staged file to its name, after checking that none repeats or (append) exists.
 
     On a refusal every staged file is deleted and nothing is renamed.  With ``mode="overwrite"``
-    the earlier output (:func:`earlier_output`: every other file of the format under ``directory``)
-    is removed once the new files are in place.
+    the earlier output (:func:`earlier_output`: every other file of the format under ``directory``,
+    named ``prefix-NNNNN.ext`` or ending as the format's files do) is removed once the new files
+    are in place: a write that fails before this point leaves the directory as it was.
     """
     paths = result.column("path").to_pylist() if result.num_rows else []
     stages = result.column("staged").to_pylist() if result.num_rows else []
@@ -578,7 +594,7 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
     for s, p in zip(stages, paths):
         fs.move(s, p)
     if mode == "overwrite":
-        for entry in earlier_output(fs, directory, fmt, "", "", keep=paths):
+        for entry in earlier_output(fs, directory, fmt, prefix or "", ext or fmt, keep=paths):
             fs.delete_file(entry)
     return paths
 

@@ -164,22 +164,25 @@ class WriteMethods(DatasetMixin):
         if partition_cols:
             known = self._ds.schema()
             check_partition_cols(list(partition_cols), known, fmt)
-        # With a provider, overwrite removes the earlier files only once the new ones are committed.
+        # Staged (hidden files renamed once every task succeeded): with a provider, whose names are checked
+        # first, and for every overwrite, which removes the earlier files only then -- a write that fails
+        # (a user function's error, Ctrl-C) leaves the earlier output as it was.
+        staged = filename_provider is not None or mode == "overwrite"
         fs, directory, skip = prepare_directory(path, filesystem, mode, filename_prefix, ext, fmt,
-                                                remove_earlier=filename_provider is None)
+                                                remove_earlier=not staged)
         if skip:
             return []
         describe = _layout_before(fs, directory, mode, fmt, list(partition_cols or ()), known)
         write_id = new_write_id() if mode == "append" else None
         writer = FileWriter(fmt, ext, fs, directory, filename_prefix, options, column, write_id,
                             list(partition_cols or ()), filename_provider,
-                            new_write_id() if filename_provider is not None else "")
+                            new_write_id() if staged else "", staged)
         label = f"Write{fmt.capitalize()}"
         # min_rows_per_file: contiguous blocks are bundled into one write task until they hold that many
         # rows (a block is never split; the last file may hold fewer), as Ray Data does.
         ds = self._ds._map_like(partial(BlockTransform, writer, label), label, None, None, None, None, {},
                             min_rows=min_rows_per_file, bundle_after_read=True)
-        if filename_provider is None:
+        if not staged:
             result = ds.to_arrow()
             paths = [p for p in result.column("path").to_pylist()] if result.num_rows else []
         else:
@@ -188,7 +191,7 @@ class WriteMethods(DatasetMixin):
             except BaseException:
                 remove_staged(fs, directory, writer.provider_uuid)
                 raise
-            paths = commit_staged(fs, result, mode, fmt, directory)
+            paths = commit_staged(fs, result, mode, fmt, directory, filename_prefix, ext)
         if partition_cols and not paths and known is not None:
             # No rows, so no k=v directory: one file of no rows keeps the schema (see write_schema_file),
             # unless the directory holds data already (an append of nothing adds nothing).
