@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bridge import tensor
 
@@ -73,7 +74,7 @@ def fitted_array(items: list[Any], like: pa.DataType) -> pa.Array | None:
     t = inferred.type
     if t == typed.type or pa.types.is_null(t):
         return typed
-    if _kind(t) != _kind(like) and _kind(like) is not None:
+    if not same_kind(t, like):
         return None  # floats stay floats even when whole (1.0 is not stored as the int 1), ints stay ints
     if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
             pa.types.is_temporal(like) or pa.types.is_boolean(like) and not pa.types.is_boolean(t)):
@@ -85,7 +86,7 @@ def fitted_array(items: list[Any], like: pa.DataType) -> pa.Array | None:
         back = typed.cast(t, safe=False)
     except _CONVERSION_ERRORS:
         return typed  # no way back to compare (a map, an extension type): as pyarrow read it
-    return typed if _same_values(back, inferred) else None
+    return typed if same_values(back, inferred) else None
 
 
 def _kind(t: pa.DataType) -> str | None:
@@ -99,6 +100,28 @@ def _kind(t: pa.DataType) -> str | None:
         if test(t):
             return kind
     return None
+
+
+def same_kind(t: pa.DataType, like: pa.DataType) -> bool:
+    """Whether values of type ``t`` are values of ``like``'s kind (:func:`_kind`), at every level: the items
+    of a list and the fields of a struct too (a list of floats is not a list of ints, even when every float
+    is whole).  Kinds not known, and a map against its list of entries, are not told apart."""
+    kind = _kind(like)
+    if kind is None:
+        return True
+    if _kind(t) != kind:
+        return False
+    t = t.value_type if pa.types.is_dictionary(t) else t
+    like = like.value_type if pa.types.is_dictionary(like) else like
+    if pa.types.is_map(t) or pa.types.is_map(like):
+        return True
+    if kind == "list":
+        return same_kind(t.value_type, like.value_type)
+    if kind == "struct":
+        theirs = {like.field(i).name: like.field(i).type for i in range(like.num_fields)}
+        return all(same_kind(t.field(i).type, theirs[t.field(i).name])
+                   for i in range(t.num_fields) if t.field(i).name in theirs)
+    return True
 
 
 _KINDS: tuple[tuple[str, Any], ...] = (
@@ -116,13 +139,30 @@ _KINDS: tuple[tuple[str, Any], ...] = (
 )
 
 
-def _same_values(a: pa.Array, b: pa.Array) -> bool:
+def same_values(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether ``a`` and ``b`` hold the same values, NaN equal to NaN -- in lists and structs too
+    (``Array.equals`` says a list holding a NaN differs from itself)."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if isinstance(b, pa.ChunkedArray):
+        b = b.combine_chunks()
     if a.equals(b):
         return True
-    if not pa.types.is_floating(a.type) or a.null_count != b.null_count:
+    if a.type != b.type or len(a) != len(b) or a.null_count != b.null_count:
         return False
-    x, y = a.to_numpy(zero_copy_only=False), b.to_numpy(zero_copy_only=False)
-    return bool(np.array_equal(x, y, equal_nan=True))
+    if a.null_count and not a.is_null().equals(b.is_null()):
+        return False
+    t = a.type
+    if pa.types.is_floating(t):
+        x, y = a.to_numpy(zero_copy_only=False), b.to_numpy(zero_copy_only=False)
+        return bool(np.array_equal(x, y, equal_nan=True))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        if not pc.list_value_length(a).equals(pc.list_value_length(b)):
+            return False
+        return same_values(a.flatten(), b.flatten())
+    if pa.types.is_struct(t):
+        return all(same_values(x, y) for x, y in zip(a.flatten(), b.flatten()))
+    return False
 
 
 def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
@@ -155,7 +195,13 @@ def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
             if tensor.is_tensor_dtype(stacked.dtype):  # (strings, times: each row its own, below)
                 return tensor.fixed_tensor_array(stacked)
         return tensor.variable_tensor_array(items)
-    return pa.array(items)
+    try:
+        return pa.array(items)
+    except (OverflowError, pa.ArrowInvalid):
+        if all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0)
+               for v in items):
+            return pa.array(items, pa.uint64())  # ints past int64 with None (a uint64 column's nulls in NumPy)
+        raise
 
 
 def refuse_unions(schema: pa.Schema, target: str) -> None:

@@ -41,6 +41,8 @@ from bridge.arrow_values import (
     is_list_like,
     object_column,
     refuse_unions,
+    same_kind,
+    same_values,
 )
 from bridge.block import Block, normalize_types, table_without_columns
 from bridge.text_objects import is_text, text_objects
@@ -58,10 +60,20 @@ def normalize_format(batch_format: str | None) -> str:
         return "pyarrow"
     fmt = _ALIASES.get(batch_format, batch_format)
     if fmt not in BATCH_FORMATS:
+        import difflib
+
         from bridge.errors import BridgeValueError
 
         msg = f"unknown batch_format {batch_format!r}"
-        raise BridgeValueError(msg, f"use one of {', '.join(BATCH_FORMATS)}")
+        hint = f"use one of {', '.join(BATCH_FORMATS)}"
+        if batch_format in ("torch", "tf", "tensorflow"):
+            hint += ("; for torch tensors iterate with iter_torch_batches (map_batches takes batch_format='torch')"
+                     if batch_format == "torch" else "; for tf tensors iterate with iter_tf_batches or to_tf")
+        elif isinstance(batch_format, str):
+            close = difflib.get_close_matches(batch_format.lower(), [*BATCH_FORMATS, *_ALIASES], n=1, cutoff=0.6)
+            if close:
+                hint = f"did you mean batch_format={_ALIASES.get(close[0], close[0])!r}? ({hint})"
+        raise BridgeValueError(msg, hint)
     return fmt
 
 
@@ -436,9 +448,13 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
             return pc.cast(col, pa.timestamp(t.unit, like.tz)).cast(like)
         if pa.types.is_dictionary(like):
             return pc.cast(col, like.value_type).dictionary_encode().cast(like)
+        if is_list_like(like) and not same_kind(t, like):
+            return col  # items the function made of another kind (floats from ints): theirs
         out = pc.cast(col, like, safe=True)
         if pa.types.is_date(like) and pa.types.is_timestamp(t) and not pc.cast(out, t).equals(col):
             return col  # times of day (Arrow's cast to a date drops them even when "safe")
+        if is_list_like(like) and not same_values(pc.cast(out, t), col):
+            return col  # items a "safe" cast still changes (float64 1.1 into a list of float32)
         return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return col

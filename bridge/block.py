@@ -65,6 +65,7 @@ def compact(block: Block) -> Block:
     total = block.get_total_buffer_size()
     if total <= referenced * 1.25 + 4096:
         return block
+    check_ordered_dictionaries(block)  # (concat_arrays puts the chunks on one dictionary, first-seen order)
     columns = [pa.concat_arrays(col.chunks) if col.num_chunks else col for col in block.columns]
     return pa.Table.from_arrays(columns, schema=block.schema)
 
