@@ -83,7 +83,9 @@ class TorchAdapter:
         return from_torch(obj, **options)
 
     def from_dataset(self, ds: Any, **options: Any) -> Any:
-        return _iterable_dataset_class()(ds, **options)
+        cls = _iterable_dataset_class()
+        _refuse_unknown_options(cls, options)
+        return cls(ds, **options)
 
     # What the core's iterators and map tasks call through the registry (``get_adapter("torch")``).
     def batch_formatter(self, **options: Any) -> Callable[[Any], Any]:
@@ -115,3 +117,35 @@ def _iterable_dataset_class() -> type:
     from .torch_iterable import TorchIterableDataset
 
     return TorchIterableDataset
+
+
+#: Ray Data's old ``Dataset.to_torch`` arguments (Ray 1.x - 2.9), and what does that here.
+_RAY_DATA_TO_TORCH = {
+    "label_column": "batches are dicts of tensors by column: take batch['label'] in the loop, or pass "
+                    "collate_fn=lambda b: (torch.stack([b[c] for c in features], 1), b['label'])",
+    "feature_columns": "select them first (ds.select_columns([...]).to_torch(...)); batches are dicts of "
+                       "tensors by column, or what collate_fn makes of them",
+    "label_column_dtype": "pass dtypes={'label': torch.float32}",
+    "feature_column_dtypes": "pass dtypes={'column': torch.float32, ...}",
+    "prefetch_blocks": "pass prefetch_batches=",
+    "unsqueeze_label_tensor": "reshape in the loop (t.unsqueeze(1)) or in collate_fn",
+    "unsqueeze_feature_tensors": "reshape in the loop (t.unsqueeze(1)) or in collate_fn",
+}
+
+
+def _refuse_unknown_options(cls: Any, options: dict[str, Any]) -> None:
+    """``to_torch(**options)`` that the iterable dataset does not take: named, with Ray Data's way here
+    (Python's own error named the internal class: ``TorchIterableDataset.__init__() got an unexpected ...``)."""
+    import inspect
+
+    taken = [n for n in inspect.signature(cls.__init__).parameters if n not in ("self", "ds")]
+    unknown = [k for k in options if k not in taken]
+    if not unknown:
+        return
+    from bridge.errors import BridgeTypeError
+
+    known = [f"{k}: {_RAY_DATA_TO_TORCH[k]}" for k in unknown if k in _RAY_DATA_TO_TORCH]
+    msg = f"to_torch: unexpected argument(s) {unknown}; it takes {taken}"
+    hint = "; ".join(known) if known else "check the spelling (see help(bridge.Dataset.to_torch))"
+    raise BridgeTypeError(msg, hint)
+

@@ -22,6 +22,16 @@ FREE_OBJECTS_PERIOD_ENV = "RAY_free_objects_period_milliseconds"
 FREE_OBJECTS_PERIOD_MS = 100
 
 
+def ray_session() -> str | None:
+    """The name of the Ray session this process is connected to (one per cluster start), or ``None``."""
+    if not ray.is_initialized():
+        return None
+    try:
+        return ray.get_runtime_context().get_session_name()
+    except Exception:  # noqa: BLE001 - Ray Client, or a Ray without it: nothing to compare
+        return None
+
+
 def ensure_ray() -> None:
     """Connect to Ray if nothing has yet.
 

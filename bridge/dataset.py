@@ -53,6 +53,33 @@ def _fn_label(fn: Any) -> str:
     return "<lambda>" if name == "<lambda>" else name
 
 
+def check_callable(op: str, fn: Any, takes: str = "batch") -> None:
+    """Refuse, at the call, a ``fn`` that is no function or class: it failed only once the Dataset ran,
+    as the user's own error ("'str' object is not callable ... fix the function at the line above")."""
+    if callable(fn):
+        return
+    from bridge.errors import BridgeTypeError
+
+    got = f"{type(fn).__name__} {fn!r}"[:120]
+    msg = f"{op}: the function must be a function or a callable class (called with each {takes}); got {got}"
+    if op == "filter" and (isinstance(fn, str) or _is_expression(fn)):
+        hint = f"pass an expression by name: filter(expr={fn!r})" if isinstance(fn, str) else \
+            "pass an expression by name: filter(expr=...)"
+    elif isinstance(fn, str):
+        hint = f"pass the function itself, not its name: {op}({fn}) rather than {op}({fn!r})"
+    else:
+        hint = f"pass e.g. {op}(lambda {takes}: ...) or a function defined with def"
+    raise BridgeTypeError(msg, hint)
+
+
+def _is_expression(value: Any) -> bool:
+    import pyarrow.compute as pc
+
+    from bridge.ops.string_expr import is_ray_expr
+
+    return isinstance(value, pc.Expression) or is_ray_expr(value)
+
+
 def writable_batches(fn: Any) -> Any:
     """``fn`` (a function or a callable class) called with a NumPy batch whose arrays are writable.
 
@@ -259,6 +286,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         """
         from bridge.iteration.options import check_rows
 
+        check_callable("map_batches", fn)
         label = f"MapBatches({_fn_label(fn)})"
         # Ray Data's "default" is our default: whole blocks (no batch of a size asked for).
         rows: int | None = check_rows(label, "batch_size", None if batch_size == "default" else batch_size,
@@ -322,6 +350,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(3).map(lambda r: {"id": r["id"], "sq": r["id"] ** 2}).take_all()
             [{'id': 0, 'sq': 0}, {'id': 1, 'sq': 1}, {'id': 2, 'sq': 4}]
         """
+        check_callable("map", fn, "row")
         label = f"Map({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -340,6 +369,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(2).flat_map(lambda r: [r, {"id": r["id"] + 10}]).take_all()
             [{'id': 0}, {'id': 10}, {'id': 1}, {'id': 11}]
         """
+        check_callable("flat_map", fn, "row")
         label = f"FlatMap({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -373,6 +403,12 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         if (fn is None) == (expr is None):
             msg = "filter() needs exactly one of fn (a row predicate) or expr (a pyarrow expression)"
             raise BridgeValueError(msg, 'pass filter(lambda r: r["x"] > 0) or filter(expr=pc.field("x") > 0)')
+        if expr is not None and callable(expr) and not _is_expression(expr):
+            from bridge.errors import BridgeTypeError
+
+            msg = f"filter(expr=...) takes an expression; got the function {_fn_label(expr)}"
+            raise BridgeTypeError(msg, "pass a function as filter(fn), first: filter(lambda r: ...); or an "
+                                       "expression as expr: filter(expr=\"x > 3\") or filter(expr=pc.field(\"x\") > 3)")
         if isinstance(expr, str):
             from bridge.ops.string_expr import parse_filter_expr
 
@@ -400,6 +436,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                     pass
             return self._map_like(partial(expr_filter_transform, expr, f"Filter({expr})"), f"Filter({expr})", None,
                                   None, num_cpus, num_gpus, ray_remote_args)
+        check_callable("filter", fn, "row")
         label = f"Filter({_fn_label(fn)})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))
         user = UserFn(fn, fn_args, fn_kwargs or {}, fn_constructor_args, fn_constructor_kwargs or {})
@@ -417,6 +454,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             >>> bridge.range(3).add_column("neg", lambda df: -df["id"]).take_all()
             [{'id': 0, 'neg': 0}, {'id': 1, 'neg': -1}, {'id': 2, 'neg': -2}]
         """
+        check_callable("add_column", fn)
         label = f"AddColumn({col})"
         user = UserFn(fn)
         # Not marked as keeping rows: fn sees a whole batch (a mean, len(df)), so a limit pushed below it
@@ -599,8 +637,10 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         from bridge._ray import ensure_ray
         from bridge.execution.planner import plan as physical_plan
         from bridge.execution.streaming_executor import StreamingExecutor
+        from bridge.plan.logical import check_blocks_alive
         from bridge.plan.optimizer import optimize
 
+        check_blocks_alive(self._plan)  # (before ensure_ray: it would start a Ray that holds none of them)
         ensure_ray()
         ctx = (ctx or DataContext.get_current()).copy()
         stats = DatasetStats(parent=self._stats_parent)

@@ -180,6 +180,25 @@ def test_write_options_the_writer_does_not_take_fail_before_writing(tmp_path):
         bridge.range(3).write_parquet(str(tmp_path / "p"), min_rows_per_file=0)
 
 
+def test_parquet_options_and_ray_data_arguments_are_checked_at_the_call(tmp_path):
+    """write_table takes **kwargs, so no option was checked: Ray Data's try_create_dir failed in the
+    task as "__cinit__() got an unexpected keyword argument" with a hint about a writable directory."""
+    out = tmp_path / "p"
+    bridge.range(3).write_parquet(str(out))
+    for kw, hint in [({"try_create_dir": True}, "directory is always created"),
+                     ({"arrow_parquet_args": {"compression": "zstd"}}, "as keywords of write_parquet"),
+                     ({"num_rows_per_file": 2}, "min_rows_per_file="), ({"compresion": "zstd"}, "spelling")]:
+        with pytest.raises(TypeError, match=f"(?s)unexpected option.*{list(kw)[0]}.*Hint: .*{hint}"):
+            bridge.range(3).write_parquet(str(out), **kw)
+    with pytest.raises(ValueError, match="(?s)compression='zstdd'.*no such codec.*'zstd'"):
+        bridge.range(3).write_parquet(str(out), compression="zstdd")
+    assert sorted(p.name for p in out.iterdir()) == ["part-00000.parquet"]  # nothing was touched
+    # The writer's own options (write_table's, ParquetWriter's, the Cython writer's) still pass.
+    bridge.range(3).write_parquet(str(out), compression="zstd", row_group_size=2, use_dictionary=False,
+                                  data_page_size=4096, writer_engine_version="V2", memory_pool=None)
+    assert bridge.read_parquet(str(out)).take_all() == [{"id": 0}, {"id": 1}, {"id": 2}]
+
+
 def test_overwrite_replaces_every_earlier_data_file_of_the_format_and_keeps_other_files(tmp_path):
     """Only files of this write's prefix were removed: a directory first written by Spark (or with
     another filename_prefix, or partitioned) read back the new rows and the stale ones too."""

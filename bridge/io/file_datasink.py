@@ -374,7 +374,9 @@ class FileWriter:
             raise UnsupportedTypeError(msg, hint) from err
         except Exception as err:  # noqa: BLE001 - name the file and the cause
             msg = f"write_{self.fmt}: cannot write {path!r}: {type(err).__name__}: {err}"
-            raise FileWriteError(msg, "check that the directory is writable and the disk is not full") from err
+            hint = "check that the directory is writable and the disk is not full" if isinstance(err, OSError) \
+                else f"the writer refused an option or its value: check the keywords given to write_{self.fmt}"
+            raise FileWriteError(msg, hint) from err
 
     def _refused_column(self, table: Block) -> str | None:
         """The first column of ``table`` that the format refuses on its own (written to no file), or ``None``."""

@@ -43,21 +43,61 @@ def _check_options(fmt: str, options: dict[str, Any]) -> None:
     if target is None or not options:
         return
     try:
-        params = inspect.signature(target).parameters
+        params = dict(inspect.signature(target).parameters)
+        if fmt == "parquet":
+            # write_table's **kwargs go to ParquetWriter, whose own **options go to the Cython writer,
+            # which takes only memory_pool beyond what the two name.
+            import pyarrow.parquet as pq
+
+            params.update(inspect.signature(pq.ParquetWriter.__init__).parameters)
+            params = {n: p for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+            params["memory_pool"] = inspect.Parameter("memory_pool", inspect.Parameter.KEYWORD_ONLY)
     except (TypeError, ValueError):  # a builtin without a signature: let the writer decide
         return
-    if fmt != "json" and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return  # pyarrow.parquet.write_table takes more than it names
+    if fmt == "csv" and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
     # json.dumps' **kw go to JSONEncoder, which takes only what dumps names; the writer sets default=.
     taken = {n for n, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-             or p.kind is inspect.Parameter.KEYWORD_ONLY} - {"obj", "data", "output_file", "default"}
+             or p.kind is inspect.Parameter.KEYWORD_ONLY} - {"obj", "data", "output_file", "default", "self",
+                                                              "table", "where", "schema"}
     unknown = sorted(set(options) - taken)
     if unknown:
         from bridge.errors import BridgeTypeError
 
         name = f"{target.__module__}.{target.__name__}"
         msg = f"write_{fmt}: unexpected option(s) {unknown}: they would go to {name}, which takes {sorted(taken)}"
-        raise BridgeTypeError(msg, "check the spelling; see the write method's docstring for its own arguments")
+        ray_data = [_RAY_DATA_WRITE_ARGS[u] for u in unknown if u in _RAY_DATA_WRITE_ARGS]
+        hint = "; ".join(ray_data) if ray_data else \
+            "check the spelling; see the write method's docstring for its own arguments"
+        raise BridgeTypeError(msg, hint)
+    compression = options.get("compression")
+    if fmt == "parquet" and isinstance(compression, str) and compression.lower() != "none":
+        import pyarrow as pa
+
+        try:
+            pa.Codec.is_available(compression)
+        except ValueError:
+            from bridge.errors import BridgeValueError
+
+            msg = f"write_parquet(compression={compression!r}): no such codec"
+            raise BridgeValueError(msg, "pass one of 'snappy' (the default), 'zstd', 'gzip', 'brotli', 'lz4', "
+                                        "'lz4_raw' or 'none'") from None
+
+
+#: Ray Data's write arguments that are no option of the writer's library here, and what to do instead.
+_RAY_DATA_WRITE_ARGS = {
+    "try_create_dir": "drop try_create_dir: the directory is always created",
+    "arrow_parquet_args": "pass pyarrow.parquet.write_table's options as keywords of write_parquet itself "
+                          "(write_parquet(path, compression='zstd'))",
+    "arrow_parquet_args_fn": "pass pyarrow.parquet.write_table's options as keywords of write_parquet itself",
+    "arrow_csv_args": "pass pyarrow.csv.write_csv's options as keywords (write_options=pyarrow.csv.WriteOptions(...))",
+    "arrow_csv_args_fn": "pass pyarrow.csv.write_csv's options as keywords",
+    "num_rows_per_file": "use min_rows_per_file= (Ray Data's own new name for it)",
+    "arrow_open_stream_args": "pass filesystem=pyarrow.fs.<FileSystem>(...) configured as you need",
+    "ray_remote_args": "Ray task options are not taken by writes here; set them on the map_batches before",
+    "pandas_json_args": "pass json.dumps' options as keywords of write_json itself",
+    "pandas_json_args_fn": "pass json.dumps' options as keywords of write_json itself",
+}
 
 def _layout_before(fs: Any, directory: str, mode: str, fmt: str, partition_cols: list[str],
                    known: Any) -> Any:

@@ -156,8 +156,25 @@ def iter_counted_batches(
 ) -> Iterator[tuple[int, Any]]:
     """Like :func:`iter_batches`, yielding ``(rows in the batch, batch)``.
 
-    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).
+    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).  A pass whose
+    ``drop_last`` dropped every row (fewer rows than one batch) warns: a training loop would run no step.
     """
+    brought = [0]
+    handed = 0
+    for item in _counted_batches(bundles, options, formatter, stats, skip_rows, stop_row, brought):
+        handed += 1
+        yield item
+    if options.drop_last and not handed and brought[0]:
+        import warnings
+
+        warnings.warn(f"drop_last=True with batch_size={options.batch_size}: all {brought[0]} rows of this pass "
+                      f"were dropped (fewer than one batch), so no batch came; pass a smaller batch_size, or "
+                      f"drop_last=False to get them as one short batch", UserWarning, stacklevel=3)
+
+
+def _counted_batches(bundles: Iterable[RefBundle], options: BatchOptions, formatter: Callable[[Block], Any] | None,
+                     stats: DatasetStats | None, skip_rows: int, stop_row: int | None, brought: list[int],
+                     ) -> Iterator[tuple[int, Any]]:
     batch_size, drop_last, prefetch_batches = options.batch_size, options.drop_last, options.prefetch_batches
     shuffle_buffer, shuffle_seed = options.local_shuffle_buffer_size, options.local_shuffle_seed
     fmt = batch_mod.normalize_format(options.batch_format) if formatter is None else None
@@ -173,11 +190,12 @@ def iter_counted_batches(
             blocks = shuffle_blocks(blocks, shuffle_buffer, batch_size, shuffle_seed)
             if stop_row is not None:
                 blocks = first_rows(blocks, stop_row)
-            return skip_leading_rows(blocks, skip_rows)
-        blocks = blocks_from_bundles(bundles, skip_rows)
-        if stop_row is not None:
-            blocks = first_rows(blocks, max(stop_row - skip_rows, 0))
-        return blocks
+            blocks = skip_leading_rows(blocks, skip_rows)
+        else:
+            blocks = blocks_from_bundles(bundles, skip_rows)
+            if stop_row is not None:
+                blocks = first_rows(blocks, max(stop_row - skip_rows, 0))
+        return _counting(blocks, brought) if drop_last else blocks
 
     if block_format is not None:
         # Runs of batches converted once and sliced on the background thread; one hand-off per run.
@@ -210,6 +228,12 @@ def iter_counted_batches(
         return
     for rows, batch in batches:
         yield rows, handoff(batch)
+
+
+def _counting(blocks: Iterable[Block], rows: list[int]) -> Iterator[Block]:
+    for b in blocks:
+        rows[0] += b.num_rows
+        yield b
 
 
 def _has_nulls(table: Block) -> bool:

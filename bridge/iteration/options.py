@@ -22,6 +22,8 @@ import dataclasses
 import numbers
 from typing import Any
 
+import numpy as np
+
 from bridge.errors import BridgeTypeError, BridgeValueError
 
 
@@ -112,6 +114,12 @@ class BatchOptions:
         check_rows("iter_batches", "prefetch_batches", self.prefetch_batches, unit="batches",
                    hint="pass e.g. prefetch_batches=1, or 0 to convert each batch when it is asked for")
         check_seed("iter_batches", self.local_shuffle_seed, "local_shuffle_seed")
+        from bridge.batch import normalize_format
+
+        normalize_format(self.batch_format)  # a typo raised only at the first batch
+        if not isinstance(self.drop_last, (bool, np.bool_)):
+            msg = f"iter_batches: drop_last must be True or False; got {self.drop_last!r}"
+            raise BridgeValueError(msg, "pass drop_last=True to drop a last batch shorter than batch_size")
         if buffer and size is None:
             msg = f"iter_batches: a local shuffle (local_shuffle_buffer_size={buffer}) needs a batch_size; got batch_size=None"
             raise BridgeValueError(msg, "pass a batch_size with local_shuffle_buffer_size, e.g. batch_size=256")

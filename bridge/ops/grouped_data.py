@@ -240,6 +240,9 @@ class GroupedData:
         from bridge.ops.groupby import group_partition_fn, map_groups_transform
 
         fmt = batch_mod.normalize_format("pandas" if batch_format in ("default", None) else batch_format)
+        from bridge.dataset import check_callable
+
+        check_callable("map_groups", fn, "group")
         name = getattr(fn, "__name__", type(fn).__name__)
         label = f"MapGroups({name})"
         concurrency = resolve_compute(label, compute, concurrency, isinstance(fn, type))

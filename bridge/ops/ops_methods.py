@@ -95,6 +95,10 @@ class GlobalOpsMethods(DatasetMixin):
         from bridge.errors import BridgeValueError
         from bridge.ops.shuffle import random_shuffle_fn, repartition_fn, repartition_keys_fn, repartition_rows_fn
 
+        for flag, value in (("shuffle", shuffle), ("strict", strict), ("sort", sort)):
+            if not isinstance(value, bool):
+                msg = f"repartition: {flag} must be True or False; got {value!r}"
+                raise BridgeValueError(msg, f"pass {flag}=True or leave it out")
         if (num_blocks is None) == (target_num_rows_per_block is None):
             msg = (f"repartition: pass exactly one of num_blocks or target_num_rows_per_block; got "
                    f"num_blocks={num_blocks!r}, target_num_rows_per_block={target_num_rows_per_block!r}")

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 def _bundles_of(ds: Dataset) -> list[RefBundle]:
     plan = ds._plan
     if isinstance(plan, InputData):
+        from bridge.plan.logical import check_blocks_alive
+
+        check_blocks_alive(plan)
         return list(plan.bundles)
     return list(ds.materialize()._plan.bundles)  # type: ignore[attr-defined]
 

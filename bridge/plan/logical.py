@@ -84,10 +84,46 @@ class InputData(LogicalOp):
     source_name: str = "InputData"
     #: The plan that produced these blocks, for lineage and ``stats()``.
     lineage: LogicalOp | None = None
+    #: The Ray session whose object store holds the blocks (:func:`bridge._ray.ray_session`): after
+    #: ``ray.shutdown()`` they are gone, and a run refuses them by name (:func:`check_blocks_alive`).
+    session: str | None = dataclasses.field(default_factory=lambda: _ray_session())
 
     @property
     def name(self) -> str:
         return self.source_name
+
+
+def _ray_session() -> str | None:
+    from bridge._ray import ray_session
+
+    return ray_session()
+
+
+def check_blocks_alive(plan: LogicalOp) -> None:
+    """Refuse a plan whose materialised blocks belong to a Ray session that has ended.
+
+    After ``ray.shutdown()`` a run started Ray again and then failed inside Ray ("trying to access a
+    Ray object whose owner is unknown"), 10-15 s later, naming no Dataset."""
+    from bridge._ray import ray_session
+
+    stack, seen = [plan], set()
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if isinstance(op, InputData) and op.session is not None and any(b.refs for b in op.bundles):
+            now = ray_session()
+            if now != op.session:
+                from bridge.errors import BridgeError
+
+                when = "Ray was shut down since" if now is None else "Ray was shut down and started again since"
+                msg = (f"{op.source_name}: its blocks were held by the Ray session {op.session}, which has ended "
+                       f"({when} they were made), so they are gone")
+                raise BridgeError(msg, "build the Dataset again after ray.init() (from its source, e.g. "
+                                       "bridge.read_parquet(...) or from_pandas(...)), or keep Ray running while "
+                                       "you use it; to keep data across sessions, write it out (ds.write_parquet)")
+        stack.extend(op.inputs)
 
 
 @dataclasses.dataclass(frozen=True)
