@@ -65,6 +65,26 @@ def missing_dependency(package: str, extra: str, what: str) -> MissingDependency
     return MissingDependencyError(msg, hint)
 
 
+def missing_columns_hint(missing: list[Any], names: list[str], default: str) -> str:
+    """The hint for columns not found among ``names``: the string a non-string name means (pandas' labels
+    ``0, 1`` are the columns ``'0', '1'`` here), else the nearest name, else ``default``.
+
+    Example:
+        >>> missing_columns_hint([0], ["0", "1"], "see ds.schema()")
+        "column names are strings: pass '0' for 0 (a pandas frame's labels 0, 1, ... become '0', '1', ...)"
+        >>> missing_columns_hint(["agee"], ["age", "name"], "see ds.schema()")
+        "did you mean 'age'? see ds.schema()"
+    """
+    import difflib
+
+    as_text = [m for m in missing if not isinstance(m, str) and str(m) in names]
+    if as_text:
+        pairs = ", ".join(f"{str(m)!r} for {m!r}" for m in as_text)
+        return f"column names are strings: pass {pairs} (a pandas frame's labels 0, 1, ... become '0', '1', ...)"
+    close = [c for m in missing for c in difflib.get_close_matches(str(m), names, n=1, cutoff=0.7)]
+    return f"did you mean {close[0]!r}? {default}" if close else default
+
+
 class SchemaMismatchError(BridgeError, ValueError):
     """Two schemas that had to agree do not (a ``ValueError`` too).
 

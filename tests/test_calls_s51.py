@@ -112,3 +112,22 @@ def test_ray_data_to_torch_arguments_and_batch_format_typos_say_what_to_do():
     with pytest.raises(BridgeValueError, match=r"(?s)'torch'.*iter_torch_batches"):
         ds.iter_batches(batch_format="torch")
     assert len(ds.to_torch(batch_size=2)) == 2
+
+
+def test_a_missing_column_names_the_nearest_and_what_a_pandas_label_became():
+    import numpy as np
+    import pandas as pd
+
+    from bridge.errors import BridgeError, SchemaMismatchError
+
+    labelled = bridge.from_pandas(pd.DataFrame({0: [1], 1: [2]}))  # pandas' labels 0, 1 are columns '0', '1'
+    with pytest.raises(SchemaMismatchError, match=r"(?s)\[0\] not found.*column names are strings: pass '0' for 0"):
+        labelled.select_columns([0]).take_all()
+    with pytest.raises(SchemaMismatchError, match=r"(?s)'idd'.*did you mean 'id'\?"):
+        bridge.range(3).filter(expr="idd > 1").take_all()
+    with pytest.raises(SchemaMismatchError, match=r"(?s)\['idd'\] not found.*did you mean 'id'\?"):
+        bridge.range(3).groupby("idd").count().take_all()
+    with pytest.raises(BridgeError, match=r"(?s)different lengths: \{'x': 3, 'y': 4\}.*one value per row"):
+        bridge.from_numpy({"x": np.arange(3), "y": np.arange(4)})
+    with pytest.raises(BridgeError, match=r"(?s)got generator.*list\(\.\.\.\)"):
+        bridge.from_numpy(a for a in [np.arange(2)])

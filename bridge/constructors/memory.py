@@ -536,6 +536,13 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
 
     try:
         if isinstance(arrays, Mapping):
+            lengths = {str(k): len(v) for k, v in arrays.items() if hasattr(v, "__len__")}
+            if len(set(lengths.values())) > 1:
+                from bridge.errors import BridgeValueError
+
+                msg = f"from_numpy: the columns of the dict have different lengths: {lengths}"
+                raise BridgeValueError(msg, "give every column one value per row (the same length), or build "
+                                            "a Dataset per length")
             return from_arrow(to_block(dict(arrays)))
         if isinstance(arrays, np.ndarray):
             return from_arrow(to_block({column: arrays}))
@@ -549,7 +556,9 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
         raise BridgeTypeError(f"from_numpy: {err}", "mark missing entries of an object array with None "
                               "(arr[pandas.isna(arr)] = None) and keep one kind of value per column") from err
     msg = f"from_numpy() needs an ndarray, a list of ndarrays or a dict of ndarrays; got {type(arrays).__name__}"
-    raise BridgeError(msg, "wrap scalars in numpy.asarray(...)")
+    hint = ("pass list(...) of it (a generator or iterator is read once)" if hasattr(arrays, "__next__") else
+            "wrap a list of values in numpy.asarray(...), or a scalar in numpy.asarray([x])")
+    raise BridgeError(msg, hint)
 
 
 def _arrow_meta(block: Any, position: int, count: int) -> BlockMetadata:

@@ -430,10 +430,11 @@ def project_transform(
             wanted = select or drop or list(rename or {})
             missing = [c for c in wanted if c not in names]
             if missing:
-                from bridge.errors import SchemaMismatchError
+                from bridge.errors import SchemaMismatchError, missing_columns_hint
 
                 msg = f"{label}: column(s) {missing} not found; the block has {names}"
-                raise SchemaMismatchError(msg, "check the spelling, or call ds.schema() to list the columns")
+                raise SchemaMismatchError(msg, missing_columns_hint(
+                    missing, names, "check the spelling, or call ds.schema() to list the columns"))
             if select is not None:
                 b = fitted_metadata(b.select(select))  # (a dropped column's pandas entry would name a later one)
             if drop is not None:

@@ -117,10 +117,11 @@ def check_columns(op: str, columns: Sequence[str], schema: pa.Schema | None) -> 
         return
     missing = [c for c in columns if c not in schema.names]
     if missing:
-        from bridge.errors import SchemaMismatchError
+        from bridge.errors import SchemaMismatchError, missing_columns_hint
 
         msg = f"{op}: column(s) {missing} not found; the Dataset has columns {schema.names}"
-        raise SchemaMismatchError(msg, "pass one of the existing column names (see ds.schema())")
+        raise SchemaMismatchError(msg, missing_columns_hint(missing, schema.names, "pass one of the existing "
+                                                                                   "column names (see ds.schema())"))
 
 
 

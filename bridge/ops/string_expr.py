@@ -677,8 +677,10 @@ def _refused(err: Exception, b: pa.Table, label: str, expr: Any) -> Exception:
             missing = found.group(1) if found else text
         msg = f"{label}: the expression uses column {missing!r}, which the Dataset does not have; " \
               f"its columns are {b.column_names}"
-        return SchemaMismatchError(msg, "check the name in pc.field(...) against ds.columns()" if filtering else
-                                   "check the column name against ds.columns()")
+        from bridge.errors import missing_columns_hint
+
+        return SchemaMismatchError(msg, missing_columns_hint([str(missing).strip("'\"")], b.column_names,
+                                                             "check the column name against ds.columns()"))
     words = set(re.findall(r"\w+", str(expr)))
     used = [f"{n}: {t}" for n, t in zip(b.schema.names, b.schema.types)
             if n in words or (not n.isidentifier() and n in str(expr))]
