@@ -107,8 +107,8 @@ def same_kind(t: pa.DataType, like: pa.DataType) -> bool:
     of a list and the fields of a struct too (a list of floats is not a list of ints, even when every float
     is whole).  Kinds not known, and a map against its list of entries, are not told apart."""
     kind = _kind(like)
-    if kind is None:
-        return True
+    if kind is None or pa.types.is_null(t):
+        return True  # (null: no value to be of another kind -- a list whose rows are all empty is list<null>)
     if _kind(t) != kind:
         return False
     t = t.value_type if pa.types.is_dictionary(t) else t
@@ -142,6 +142,9 @@ _KINDS: tuple[tuple[str, Any], ...] = (
 def same_values(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> bool:
     """Whether ``a`` and ``b`` hold the same values, NaN equal to NaN -- in lists and structs too
     (``Array.equals`` says a list holding a NaN differs from itself)."""
+    if isinstance(a, pa.ChunkedArray) and isinstance(b, pa.ChunkedArray) \
+            and [len(c) for c in a.chunks] == [len(c) for c in b.chunks]:
+        return all(same_values(x, y) for x, y in zip(a.chunks, b.chunks))  # (no copy of the whole column)
     if isinstance(a, pa.ChunkedArray):
         a = a.combine_chunks()
     if isinstance(b, pa.ChunkedArray):

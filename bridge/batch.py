@@ -456,7 +456,7 @@ def _restore_type(col: pa.Array | pa.ChunkedArray, like: pa.DataType) -> pa.Arra
         if is_list_like(like) and not same_values(pc.cast(out, t), col):
             return col  # items a "safe" cast still changes (float64 1.1 into a list of float32)
         return out
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowCapacityError):
         return col
 
 

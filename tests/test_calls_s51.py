@@ -131,3 +131,5 @@ def test_a_missing_column_names_the_nearest_and_what_a_pandas_label_became():
         bridge.from_numpy({"x": np.arange(3), "y": np.arange(4)})
     with pytest.raises(BridgeError, match=r"(?s)got generator.*list\(\.\.\.\)"):
         bridge.from_numpy(a for a in [np.arange(2)])
+    with pytest.raises(BridgeError, match="different lengths"):
+        bridge.from_numpy({"x": np.arange(3), "y": np.arange(4), "s": np.array(5)})  # (a 0-d array has no len)

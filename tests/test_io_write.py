@@ -94,6 +94,18 @@ def test_a_failed_overwrite_keeps_the_earlier_output(tmp_path, fmt):
     assert sorted(r["id"] for r in read(out).take_all()) == [0, 1, 2]
 
 
+def test_an_overwrite_through_a_filesystem_that_spells_paths_its_own_way_keeps_its_new_files(tmp_path):
+    """A SubTreeFileSystem lists 'out/part-00000.parquet' where the write said '/out/...': the staged commit
+    took the new files for earlier output and deleted them (a review of the change found it)."""
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    for rows in (5, 3):
+        paths = bridge.range(rows, override_num_blocks=2 if rows == 5 else 1).write_parquet("/out", filesystem=fs)
+        assert bridge.read_parquet("/out", filesystem=fs).count() == rows, paths
+    assert sorted(os.listdir(tmp_path / "out")) == ["part-00000.parquet"]
+    bridge.from_items([{"k": 1, "v": 2}]).write_parquet("/part", filesystem=fs, partition_cols=["k"])
+    assert bridge.read_parquet("/part", filesystem=fs).take_all() == [{"v": 2, "k": 1}]
+
+
 def test_a_failed_partitioned_overwrite_keeps_the_earlier_directories(tmp_path):
     out = str(tmp_path / "p")
     ds = bridge.from_items([{"k": i % 2, "v": i} for i in range(6)])

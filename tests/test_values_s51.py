@@ -69,6 +69,15 @@ def test_the_input_list_type_still_comes_back_where_the_values_fit_it():
     assert halves.take_all() == [{"s": [{"a": 0.5, "b": 2.0}]}]
 
 
+def test_a_list_column_whose_rows_hold_no_item_keeps_its_type():
+    """A batch whose lists are all empty (a function that filtered every item out) is list<null> to pyarrow:
+    it takes the column's type, so every block agrees."""
+    ds = bridge.from_arrow(pa.table({"l": pa.array([[1.5], [2.5]], pa.list_(pa.float32()))}))
+    out = ds.map(lambda r: {"l": [v for v in r["l"] if v > 9]})
+    assert out.schema().field("l").type == pa.list_(pa.float32())
+    assert out.take_all() == [{"l": []}, {"l": []}]
+
+
 def test_add_column_in_numpy_keeps_the_type_of_the_column_it_replaces():
     """The zone went (19:00 New York became a naive 00:00) and a dictionary became string, where
     map_batches returning the same arrays kept both."""

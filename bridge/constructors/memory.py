@@ -536,7 +536,7 @@ def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
 
     try:
         if isinstance(arrays, Mapping):
-            lengths = {str(k): len(v) for k, v in arrays.items() if hasattr(v, "__len__")}
+            lengths = {str(k): len(v) for k, v in arrays.items() if hasattr(v, "__len__") and np.ndim(v) > 0}
             if len(set(lengths.values())) > 1:
                 from bridge.errors import BridgeValueError
 

@@ -301,7 +301,7 @@ class FileWriter:
             if subdir or "/" in name:
                 self.fs.create_dir(head, recursive=True)
             target = f"{head}/.{base}.{self.provider_uuid}.stage" if staged else path
-            self._write_file(target, piece, hidden=staged)
+            self._write_file(target, piece, hidden=staged, shown=path)
             paths.append(path)
             counts.append(piece.num_rows)
             stages.append(target)
@@ -339,15 +339,17 @@ class FileWriter:
         self._write_file(path, empty_table(schema))
         return _result([path], [0], None, schema.serialize().to_pybytes())
 
-    def _write_file(self, path: str, table: Block, hidden: bool = False) -> None:
-        """Write ``table`` to ``path``: through a temporary name, unless ``path`` is hidden itself (a staged
-        file, which no read takes and a retried task writes again: one rename less, a copy less on S3)."""
+    def _write_file(self, target: str, table: Block, hidden: bool = False, shown: str | None = None) -> None:
+        """Write ``table`` to ``target``: through a temporary name, unless ``target`` is hidden itself (a staged
+        file, which no read takes and a retried task writes again: one rename less, a copy less on S3).
+        Errors name ``shown`` (the file's own name where ``target`` is its staged one)."""
+        path = shown or target
         try:
             if hidden:
-                with self.fs.open_output_stream(path) as stream:
+                with self.fs.open_output_stream(target) as stream:
                     self._write(table, stream)
             else:
-                atomic_write(self.fs, path, lambda stream: self._write(table, stream))
+                atomic_write(self.fs, target, lambda stream: self._write(table, stream))
         except BridgeError:
             raise
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
@@ -593,11 +595,15 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
             except OSError:
                 pass
         raise FileWriteError(*problem)
+    # The earlier output is listed and removed before the staged files take their names: a listing may
+    # spell a path otherwise than the write did (a SubTreeFileSystem's relative paths, fsspec's absolute
+    # ones), so a "keep these" list cannot tell the new files from the old after the moves. The staged
+    # files are hidden, so the listing holds none of them.
+    if mode == "overwrite":
+        for entry in earlier_output(fs, directory, fmt, prefix or "", ext or fmt):
+            fs.delete_file(entry)
     for s, p in zip(stages, paths):
         fs.move(s, p)
-    if mode == "overwrite":
-        for entry in earlier_output(fs, directory, fmt, prefix or "", ext or fmt, keep=paths):
-            fs.delete_file(entry)
     return paths
 
 

@@ -156,7 +156,7 @@ def iter_counted_batches(
 ) -> Iterator[tuple[int, Any]]:
     """Like :func:`iter_batches`, yielding ``(rows in the batch, batch)``.
 
-    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).  A pass whose
+    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).  A whole pass whose
     ``drop_last`` dropped every row (fewer rows than one batch) warns: a training loop would run no step.
     """
     brought = [0]
@@ -164,7 +164,7 @@ def iter_counted_batches(
     for item in _counted_batches(bundles, options, formatter, stats, skip_rows, stop_row, brought):
         handed += 1
         yield item
-    if options.drop_last and not handed and brought[0]:
+    if options.drop_last and not handed and brought[0] and not skip_rows and stop_row is None:
         import warnings
 
         warnings.warn(f"drop_last=True with batch_size={options.batch_size}: all {brought[0]} rows of this pass "
