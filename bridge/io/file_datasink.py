@@ -26,7 +26,7 @@ name and (with ``mode="append"``) that no name is taken: a provider that repeats
 a name fails the write and nothing is replaced.
 
 ``mode="overwrite"`` (the default) stages its files the same way, whatever names
-them, and removes the earlier output only once every new file is in place: a
+them, and removes the earlier output only once every new file is written: a
 write that fails -- a user function's error in the steps before it, a full disk,
 Ctrl-C -- removes its staged files and leaves the directory as it was (the
 earlier output was once removed before the first task ran, so a typo in a
@@ -568,9 +568,9 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
     """Rename every staged file to its name, after checking that none repeats or (append) exists.
 
     On a refusal every staged file is deleted and nothing is renamed.  With ``mode="overwrite"``
-    the earlier output (:func:`earlier_output`: every other file of the format under ``directory``,
-    named ``prefix-NNNNN.ext`` or ending as the format's files do) is removed once the new files
-    are in place: a write that fails before this point leaves the directory as it was.
+    the earlier output (:func:`earlier_output`: every file of the format under ``directory``, named
+    ``prefix-NNNNN.ext`` or ending as the format's files do) is removed first, then the staged files
+    take their names: a write that fails before this point leaves the directory as it was.
     """
     paths = result.column("path").to_pylist() if result.num_rows else []
     stages = result.column("staged").to_pylist() if result.num_rows else []
