@@ -92,6 +92,11 @@ def test_add_column_in_numpy_keeps_the_type_of_the_column_it_replaces():
     # Values of another kind in the column's place are the function's own.
     ints = ds.add_column("t", lambda b: np.array([1, 2]), batch_format="numpy")
     assert ints.schema().field("t").type == pa.int64() and [r["t"] for r in ints.take_all()] == [1, 2]
+    # pandas and Arrow batches carry their types: a dictionary the function decoded stays text.
+    decoded = ds.add_column("d", lambda t: t["d"].cast(pa.string()), batch_format="pyarrow")
+    assert decoded.schema().field("d").type == pa.string()
+    as_text = ds.add_column("d", lambda df: df["d"].astype(str), batch_format="pandas")
+    assert as_text.schema().field("d").type == pa.string()
 
 
 def test_uint64_with_nulls_under_a_new_name_stays_uint64():

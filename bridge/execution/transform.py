@@ -487,9 +487,11 @@ def add_column_transform(col: str, user: UserFn, batch_format: str, label: str) 
                     hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
                 value = pa.array([value.item() if hasattr(value, "item") else value] * b.num_rows)  # a scalar
             try:
-                # Where it replaces a column, the column's type comes back as map_batches gives it back
-                # (a zone NumPy held as UTC instants, a dictionary, uint64 with nulls), where the values fit.
-                like = pa.schema([b.schema.field(col)]) if col in b.column_names else None
+                # Where it replaces a column of a NumPy batch, the column's type comes back as map_batches
+                # gives it back (a zone NumPy held as UTC instants, a dictionary, uint64 with nulls), where the
+                # values fit. pandas and Arrow carry the types themselves: what the function made is its own
+                # (a dictionary cast to its values stays text).
+                like = pa.schema([b.schema.field(col)]) if col in b.column_names and fmt == "numpy" else None
                 arr = batch_mod.to_block({col: value}, like=like).column(0)
             except batch_mod.BatchTypeError as err:
                 raise _bad_output(label, ctx, err, "an array with one value per row") from err
