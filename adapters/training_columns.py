@@ -224,7 +224,7 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
                              f"{wider}or leave {name!r} out of dtypes")
         return
     keeps_inf = short not in FLOATS_WITHOUT_INF
-    if keeps_inf and np.finfo(values.dtype).max <= largest:
+    if keeps_inf and float(np.finfo(values.dtype).max) <= largest:  # (a float: no cast of largest to float16)
         return
     # The common case in two reductions, nothing copied (fmin / fmax pass NaN over, as fast as min / max):
     # every value within the target's range.

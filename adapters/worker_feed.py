@@ -57,8 +57,9 @@ class WorkerFeed:
         self.epoch = 0
         # The socket and its folder go when the feed is closed, dropped, or at exit; the
         # accept thread holds the feed only weakly so that dropping the exporter drops it.
-        self._finalizer = weakref.finalize(self, _remove, self._listener, folder, self.owner_pid)
-        threading.Thread(target=_accept_loop, args=(self._listener, weakref.ref(self)),
+        closed = threading.Event()
+        self._finalizer = weakref.finalize(self, _close, closed, self._listener, folder, self.owner_pid)
+        threading.Thread(target=_accept_loop, args=(self._listener, weakref.ref(self), closed),
                          name="raybridge-worker-feed", daemon=True).start()
 
     def _hello(self, conn: Connection) -> None:
@@ -100,28 +101,53 @@ class WorkerFeed:
         self._finalizer()
 
 
-def _accept_loop(listener: Listener, feed_ref: weakref.ref[WorkerFeed]) -> None:
-    while True:
+def _accept_loop(listener: Listener, feed_ref: weakref.ref[WorkerFeed], closed: threading.Event) -> None:
+    from multiprocessing import AuthenticationError
+
+    while not closed.is_set():
         try:
             conn = listener.accept()
-        except (OSError, EOFError):
-            return
+        except (OSError, EOFError):  # closed, or the hang-up of :func:`_wake`
+            if closed.is_set() or feed_ref() is None:
+                return
+            continue
+        except AuthenticationError:  # something else that found the socket: not a worker of ours
+            continue
         feed = feed_ref()
-        if feed is None:
+        if feed is None or closed.is_set():
             conn.close()
             return
         threading.Thread(target=feed._hello, args=(conn,), daemon=True).start()
         del feed
 
 
+def _close(closed: threading.Event, listener: Listener, folder: str, owner_pid: int) -> None:
+    closed.set()
+    _remove(listener, folder, owner_pid)
+
+
 def _remove(listener: Listener, folder: str, owner_pid: int) -> None:
     if os.getpid() != owner_pid:  # a forked DataLoader worker's copy: the socket is the parent's
         return
+    _wake(listener.address)
     try:
         listener.close()
     except OSError:
         pass
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wake(path: str) -> None:
+    """Connect to the feed's socket and hang up: closing a listener does not wake a thread blocked in its
+    ``accept()`` (Linux), which then stayed forever, one per ``to_torch()``; this connection ends it."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            s.connect(path)
+    except OSError:
+        pass
 
 
 def worker_batches(address: str, authkey: bytes, token: Any, worker_id: int, num_workers: int) -> Iterator[pa.Table]:

@@ -120,3 +120,17 @@ def test_iter_tf_batches_errors_name_iter_tf_batches():
         next(iter(ds.iter_tf_batches()))
     with pytest.raises(UnsupportedTypeError, match="^to_tf: column 'd'"):
         ds.to_tf("d")
+
+
+def test_iter_tf_batches_widening_float_dtypes_warn_nothing():
+    """float32 -> float64 and float16 -> float32 lose nothing, yet the range check compared a float16 maximum
+    with a Python float NumPy cast down: "RuntimeWarning: overflow encountered in cast" on every batch (an
+    error under -W error)."""
+    import warnings
+
+    ds = bridge.from_numpy({"x": np.arange(4, dtype=np.float32), "h": np.arange(4, dtype=np.float16)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (b,) = list(ds.iter_tf_batches(batch_size=None, dtypes={"x": tf.float64, "h": tf.float32}))
+    assert b["x"].dtype == tf.float64 and b["h"].dtype == tf.float32
+    assert b["h"].numpy().tolist() == [0.0, 1.0, 2.0, 3.0]

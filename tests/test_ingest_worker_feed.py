@@ -34,3 +34,27 @@ def test_to_torch_with_workers_leaves_no_feed_folder():
     del loader, tds
     gc.collect()
     assert not os.path.exists(folder)
+
+
+def test_no_accept_thread_outlives_its_feed():
+    """Closing the listener does not wake a thread blocked in accept() (Linux): every to_torch() left one
+    thread behind, iterated or not (a per-epoch to_torch loop grew one a pass)."""
+    import threading
+    import time
+
+    def feeds() -> int:
+        return sum(t.name == "raybridge-worker-feed" for t in threading.enumerate())
+
+    before = feeds()
+    ds = bridge.range(10)
+    for _ in range(5):
+        tds = ds.to_torch(batch_size=4)
+        assert sum(len(b["id"]) for b in tds) == 10
+        del tds
+    closed = WorkerFeed(lambda epoch: iter(()))
+    closed.close()
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while feeds() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert feeds() == before
