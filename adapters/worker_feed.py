@@ -18,6 +18,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Client, Connection, Listener
@@ -110,6 +111,7 @@ def _accept_loop(listener: Listener, feed_ref: weakref.ref[WorkerFeed], closed: 
         except (OSError, EOFError):  # closed, or the hang-up of :func:`_wake`
             if closed.is_set() or feed_ref() is None:
                 return
+            time.sleep(0.05)  # (an error that repeats, e.g. out of file descriptors, must not spin a core)
             continue
         except AuthenticationError:  # something else that found the socket: not a worker of ours
             continue

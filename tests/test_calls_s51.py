@@ -88,6 +88,8 @@ def test_drop_last_that_drops_every_row_warns_and_flags_must_be_bools():
         assert list(ds.iter_batches(batch_size=32, drop_last=True)) == []
     with pytest.warns(UserWarning, match="all 10 rows"):
         assert list(ds.iter_torch_batches(batch_size=32, drop_last=True)) == []
+    with pytest.warns(UserWarning, match="all 10 rows"):  # (to_torch's passes end at a stop row: it warned not)
+        assert list(ds.to_torch(batch_size=32, drop_last=True)) == []
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a pass that handed out batches, or had no rows, says nothing
         assert len(list(ds.iter_batches(batch_size=4, drop_last=True))) == 2

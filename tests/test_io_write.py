@@ -104,6 +104,9 @@ def test_an_overwrite_through_a_filesystem_that_spells_paths_its_own_way_keeps_i
     assert sorted(os.listdir(tmp_path / "out")) == ["part-00000.parquet"]
     bridge.from_items([{"k": 1, "v": 2}]).write_parquet("/part", filesystem=fs, partition_cols=["k"])
     assert bridge.read_parquet("/part", filesystem=fs).take_all() == [{"v": 2, "k": 1}]
+    # The earlier files of other names go; a partitioned layout's too.
+    bridge.from_items([{"k": 2, "v": 3}]).write_parquet("/part", filesystem=fs, partition_cols=["k"])
+    assert bridge.read_parquet("/part", filesystem=fs).take_all() == [{"v": 3, "k": 2}]
 
 
 def test_a_failed_partitioned_overwrite_keeps_the_earlier_directories(tmp_path):

@@ -569,8 +569,9 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
 
     On a refusal every staged file is deleted and nothing is renamed.  With ``mode="overwrite"``
     the earlier output (:func:`earlier_output`: every file of the format under ``directory``, named
-    ``prefix-NNNNN.ext`` or ending as the format's files do) is removed first, then the staged files
-    take their names: a write that fails before this point leaves the directory as it was.
+    ``prefix-NNNNN.ext`` or ending as the format's files do) is removed once the staged files took their
+    names (those a new file replaced stay replaced): a write that fails before this point leaves the
+    directory as it was.
     """
     paths = result.column("path").to_pylist() if result.num_rows else []
     stages = result.column("staged").to_pylist() if result.num_rows else []
@@ -595,16 +596,38 @@ def commit_staged(fs: pafs.FileSystem, result: pa.Table, mode: str, fmt: str, di
             except OSError:
                 pass
         raise FileWriteError(*problem)
-    # The earlier output is listed and removed before the staged files take their names: a listing may
-    # spell a path otherwise than the write did (a SubTreeFileSystem's relative paths, fsspec's absolute
-    # ones), so a "keep these" list cannot tell the new files from the old after the moves. The staged
-    # files are hidden, so the listing holds none of them.
-    if mode == "overwrite":
-        for entry in earlier_output(fs, directory, fmt, prefix or "", ext or fmt):
-            fs.delete_file(entry)
+    # The earlier output is listed before the staged files take their names (they are hidden: not in it)
+    # and removed after, except the files a new one replaced -- told apart by their paths below the
+    # directory as the listing spells it (a SubTreeFileSystem lists 'out/x', fsspec '/abs/out/x', where the
+    # write said '/out/x'), learnt from a staged file's own listing. A move that fails leaves the earlier
+    # files in place, none lost.
+    earlier = earlier_output(fs, directory, fmt, prefix or "", ext or fmt) if mode == "overwrite" else []
+    root = _listed_root(fs, directory, stages[0]) if earlier and stages else None
+    new = {_below(p, directory) for p in paths}
     for s, p in zip(stages, paths):
         fs.move(s, p)
+    for entry in earlier:
+        if root is None and paths:
+            break  # the listing's spelling unknown: keep the earlier files rather than risk a new one
+        if root is not None and (not entry.startswith(root) or _below(entry, root) in new):
+            continue  # replaced by a new file of the same name (or not recognisably below the directory)
+        fs.delete_file(entry)
     return paths
+
+
+def _below(path: str, root: str) -> str:
+    return path[len(root):].lstrip("/")
+
+
+def _listed_root(fs: pafs.FileSystem, directory: str, stage: str) -> str | None:
+    """How a recursive listing of ``directory`` spells it: found from the staged file ``stage`` (its name
+    holds the write's id, so one entry ends so), ``None`` where no entry does."""
+    rel = _below(stage, directory)
+    infos = fs.get_file_info(pafs.FileSelector(directory, recursive=True, allow_not_found=True))
+    for info in infos:
+        if info.path.endswith("/" + rel) or info.path == rel:
+            return info.path[:len(info.path) - len(rel)].rstrip("/")
+    return None
 
 
 def _write_npy(table: Block, column: str, stream: Any) -> None:

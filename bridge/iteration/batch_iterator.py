@@ -156,17 +156,18 @@ def iter_counted_batches(
 ) -> Iterator[tuple[int, Any]]:
     """Like :func:`iter_batches`, yielding ``(rows in the batch, batch)``.
 
-    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).  A whole pass whose
-    ``drop_last`` dropped every row (fewer rows than one batch) warns: a training loop would run no step.
+    ``stop_row`` ends the row stream at that position (counted before ``skip_rows``).  A pass whose
+    ``drop_last`` dropped every row it had (fewer than one batch) warns: a training loop would run no step.
     """
     brought = [0]
     handed = 0
     for item in _counted_batches(bundles, options, formatter, stats, skip_rows, stop_row, brought):
         handed += 1
         yield item
-    if options.drop_last and not handed and brought[0] and not skip_rows and stop_row is None:
+    if options.drop_last and not handed and brought[0]:
         import warnings
 
+        # (Also where the pass is a rank's share or a resumed epoch's rest: no batch came either way.)
         warnings.warn(f"drop_last=True with batch_size={options.batch_size}: all {brought[0]} rows of this pass "
                       f"were dropped (fewer than one batch), so no batch came; pass a smaller batch_size, or "
                       f"drop_last=False to get them as one short batch", UserWarning, stacklevel=3)
