@@ -188,7 +188,8 @@ def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[s
     from bridge.iteration.resumable import BatchIterator
 
     options = BatchOptions(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
-                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed)
+                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
+                           caller="to_tf")
     tf = _tf()
     schema = ds.schema()
     features, labels, specs, signature = _columns_and_specs(tf, schema, feature_columns, label_columns, "Dataset")
@@ -335,7 +336,8 @@ def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str
     from bridge.iteration.options import BatchOptions
 
     options = BatchOptions(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
-                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed)
+                           local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
+                           caller="to_tf")
     tf = _tf()
     features, labels, specs, signature = _columns_and_specs(tf, it.schema(), feature_columns, label_columns,
                                                             "iterator")

@@ -245,7 +245,7 @@ def _split_rows(value: Any, rows: int) -> Any:
     return value.split(rows)
 
 
-def _resolve_device(device: Any) -> Any:
+def _resolve_device(device: Any, caller: str = "iter_torch_batches") -> Any:
     torch = _torch()
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -254,18 +254,18 @@ def _resolve_device(device: Any) -> Any:
     except (RuntimeError, TypeError, ValueError) as err:
         from bridge.errors import BridgeValueError
 
-        msg = f"iter_torch_batches(device={device!r}): torch knows no such device"
+        msg = f"{caller}(device={device!r}): torch knows no such device"
         raise BridgeValueError(msg, "pass 'cuda', 'cuda:0', 'cpu' (or 'auto'), or a torch.device") from err
     if dev.type == "cuda" and not torch.cuda.is_available():
         from bridge.errors import BridgeError
 
-        msg = f"iter_torch_batches(device={device!r}): this process sees no CUDA device"
+        msg = f"{caller}(device={device!r}): this process sees no CUDA device"
         raise BridgeError(msg, "pass device='cpu' (or 'auto'), or run on a GPU worker (e.g. num_gpus=1)")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         from bridge.errors import BridgeError
 
         count = torch.cuda.device_count()
-        msg = (f"iter_torch_batches(device={device!r}): this process sees {count} CUDA device(s), "
+        msg = (f"{caller}(device={device!r}): this process sees {count} CUDA device(s), "
                f"cuda:0..cuda:{count - 1}")
         raise BridgeError(msg, "pass device='cuda' (the current device) or an index below the count; "
                                "check CUDA_VISIBLE_DEVICES")
@@ -328,7 +328,7 @@ def cuda_handoff(device: Any, copy_stream: Any = None) -> Callable[[Any], Any]:
 
 def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Callable[..., Any] | None = None,
                    pin_memory: bool | None = None, fill_nulls: Any = None,
-                   zero_copy: bool = False) -> Callable[[Any], Any]:
+                   zero_copy: bool = False, caller: str = "iter_torch_batches") -> Callable[[Any], Any]:
     """The conversion run on the iterator's background thread (callable on one Arrow table too).
 
     On the CPU each run's tensors own their memory (one copy of what would otherwise be a view of
@@ -348,12 +348,12 @@ def make_formatter(*, dtypes: Any = None, device: Any = "cpu", collate_fn: Calla
     from bridge.iteration.block_format import BlockFormat
 
     torch = _torch()
-    dev = _resolve_device(device)
-    check_dtypes(dtypes, "iter_torch_batches")
+    dev = _resolve_device(device, caller)
+    check_dtypes(dtypes, caller)
     if collate_fn is not None and dtypes is not None:
         from bridge.errors import BridgeError
 
-        raise BridgeError("iter_torch_batches: pass either collate_fn or dtypes, not both",
+        raise BridgeError(f"{caller}: pass either collate_fn or dtypes, not both",
                           "cast inside your collate_fn")
     pin = dev.type == "cuda" if pin_memory is None else bool(pin_memory)
     stream = torch.cuda.Stream(device=dev) if dev.type == "cuda" else None

@@ -146,14 +146,14 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         self.drop_last = drop_last
         self._fmt_kw = dict(dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory,
                             fill_nulls=fill_nulls, zero_copy=zero_copy)
-        make_formatter(**self._fmt_kw)  # validate now (device, dtypes) rather than in a worker
+        make_formatter(**self._fmt_kw, caller="to_torch")  # validate now (device, dtypes) rather than in a worker
         # Arrow batches of batch_size rows (or _ROW_CHUNK-row pieces of the stream when batch_size is None).
         self._options = BatchOptions(
             batch_size=_ROW_CHUNK if batch_size is None else batch_size, batch_format="pyarrow",
             prefetch_batches=prefetch_batches,
             drop_last=drop_last and batch_size is not None,  # (rows: no short batch to drop)
             local_shuffle_buffer_size=local_shuffle_buffer_size,
-            local_shuffle_seed=local_shuffle_seed)
+            local_shuffle_seed=local_shuffle_seed, caller="to_torch")
         self.rank, self.world_size = _rank_world(rank, world_size, torch)
         if seed is None:
             seed = new_seed() if self.world_size == 1 else self._shared_seed(torch)

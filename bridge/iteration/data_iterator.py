@@ -183,7 +183,7 @@ class DataIterator:
         tf_adapter: Any = get_adapter("tf")
         options = BatchOptions(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
                                local_shuffle_buffer_size=local_shuffle_buffer_size,
-                               local_shuffle_seed=local_shuffle_seed)
+                               local_shuffle_seed=local_shuffle_seed, caller="iter_tf_batches")
         return self.batches(options, tf_adapter.batch_formatter(dtypes=dtypes, fill_nulls=fill_nulls))
 
     def to_tf(self, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,

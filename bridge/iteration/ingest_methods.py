@@ -201,7 +201,7 @@ class IngestMethods(DatasetMixin):
 
         options = BatchOptions(batch_size=batch_size, prefetch_batches=prefetch_batches, drop_last=drop_last,
                                local_shuffle_buffer_size=local_shuffle_buffer_size,
-                               local_shuffle_seed=local_shuffle_seed)
+                               local_shuffle_seed=local_shuffle_seed, caller="iter_torch_batches")
         torch_adapter: Any = get_adapter("torch")
         formatter = torch_adapter.batch_formatter(
             dtypes=dtypes, device=device, collate_fn=collate_fn, pin_memory=pin_memory, fill_nulls=fill_nulls,

@@ -102,26 +102,28 @@ class BatchOptions:
     drop_last: bool = False
     local_shuffle_buffer_size: int | None = None
     local_shuffle_seed: int | None = None
+    #: The call the user made, named in the errors (``to_torch``, ``iter_tf_batches``, ...).
+    caller: str = dataclasses.field(default="iter_batches", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Ray Data's argument errors, raised when the iterator is made rather than on its first batch.
-        size, buffer = self.batch_size, self.local_shuffle_buffer_size
+        size, buffer, where = self.batch_size, self.local_shuffle_buffer_size, self.caller
         if size is not None and (isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1):
-            msg = f"iter_batches: batch_size must be a positive number of rows or None; got {size!r}"
+            msg = f"{where}: batch_size must be a positive number of rows or None; got {size!r}"
             raise BridgeValueError(msg, "pass batch_size=None to get whole blocks")
-        check_rows("iter_batches", "local_shuffle_buffer_size", buffer, none_ok=True,
+        check_rows(where, "local_shuffle_buffer_size", buffer, none_ok=True,
                    hint="pass a number of rows, e.g. local_shuffle_buffer_size=10_000")
-        check_rows("iter_batches", "prefetch_batches", self.prefetch_batches, unit="batches",
+        check_rows(where, "prefetch_batches", self.prefetch_batches, unit="batches",
                    hint="pass e.g. prefetch_batches=1, or 0 to convert each batch when it is asked for")
-        check_seed("iter_batches", self.local_shuffle_seed, "local_shuffle_seed")
+        check_seed(where, self.local_shuffle_seed, "local_shuffle_seed")
         from bridge.batch import normalize_format
 
         normalize_format(self.batch_format)  # a typo raised only at the first batch
         if not isinstance(self.drop_last, (bool, np.bool_)):
-            msg = f"iter_batches: drop_last must be True or False; got {self.drop_last!r}"
+            msg = f"{where}: drop_last must be True or False; got {self.drop_last!r}"
             raise BridgeValueError(msg, "pass drop_last=True to drop a last batch shorter than batch_size")
         if buffer and size is None:
-            msg = f"iter_batches: a local shuffle (local_shuffle_buffer_size={buffer}) needs a batch_size; got batch_size=None"
+            msg = f"{where}: a local shuffle (local_shuffle_buffer_size={buffer}) needs a batch_size; got batch_size=None"
             raise BridgeValueError(msg, "pass a batch_size with local_shuffle_buffer_size, e.g. batch_size=256")
 
     def replace(self, **changes: Any) -> BatchOptions:

@@ -1,0 +1,38 @@
+"""Mistakes of a first hour refused at the call, naming the call the user made (session 52)."""
+
+from __future__ import annotations
+
+import pytest
+
+import bridge
+from bridge.errors import BridgeError
+
+
+def test_exporter_argument_errors_name_the_exporter_called():
+    """``to_torch(batch_size=0)`` said ``iter_batches: batch_size ...`` and ``to_torch(device='bogus')``
+    ``iter_torch_batches(device='bogus')``: calls the user never made."""
+    pytest.importorskip("torch")
+    ds = bridge.from_items([{"x": 1.0, "y": 2}] * 4)
+    cases = [
+        (lambda: ds.to_torch(batch_size=0), r"^to_torch: batch_size must be a positive number"),
+        (lambda: ds.to_torch(device="bogus"), r"^to_torch\(device='bogus'\): torch knows no such device"),
+        (lambda: ds.to_torch(dtypes={"x": "float"}), r"^to_torch: dtypes must be"),
+        (lambda: ds.to_torch(prefetch_batches=-1), r"^to_torch: prefetch_batches must be"),
+        (lambda: ds.iter_torch_batches(batch_size=-1), r"^iter_torch_batches: batch_size must be"),
+        (lambda: ds.iter_torch_batches(device="bogus"), r"^iter_torch_batches\(device='bogus'\)"),
+        (lambda: ds.iter_batches(drop_last="yes"), r"^iter_batches: drop_last must be True or False"),
+    ]
+    for call, message in cases:
+        with pytest.raises(BridgeError, match=message):
+            call()
+
+
+def test_tf_argument_errors_name_the_tf_call():
+    pytest.importorskip("tensorflow")
+    ds = bridge.from_items([{"x": 1.0, "y": 2}] * 4)
+    with pytest.raises(BridgeError, match=r"^to_tf: batch_size must be a positive number"):
+        ds.to_tf("x", "y", batch_size=0)
+    with pytest.raises(BridgeError, match=r"^iter_tf_batches: drop_last must be True or False; got 'y'"):
+        ds.iter_tf_batches(drop_last="y")
+    with pytest.raises(BridgeError, match=r"^iter_tf_batches: local_shuffle_seed must be an int"):
+        ds.iterator().iter_tf_batches(local_shuffle_seed="s")
