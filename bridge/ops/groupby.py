@@ -5,7 +5,10 @@ group (one ``Table.group_by(keys).aggregate``), then cuts that small table at
 sampled key boundaries; each reduce task merges the states of its key range
 and finalises them.  So a groupby over 20M rows with 1,000 groups moves a few
 thousand state rows between tasks, not the rows themselves.  Output rows are
-sorted by the keys (nulls last); null keys form a group of their own.
+sorted by the keys (nulls last); null keys form a group of their own.  A
+dictionary key (a pandas Categorical) sorts by its values, ordered or not, as
+pyarrow and Ray Data sort it (``sort`` refuses an ordered one instead, where
+the order is the point): the groups are the same, their order is the text's.
 
 ``map_groups`` moves the rows themselves: every group lands whole in one
 reduce task, sorted by key, and the user's function sees one group at a time.
