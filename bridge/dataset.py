@@ -31,6 +31,7 @@ from bridge.execution.transform import (
     BlockTransform,
     UserFn,
     add_column_transform,
+    conform_transform,
     filter_transform,
     flat_map_transform,
     map_batches_transform,
@@ -612,6 +613,9 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
 
         Schemas must unify (same columns, promotable types), else ``SchemaMismatchError``
         naming the columns: at once for materialised inputs, otherwise when blocks arrive.
+        Where the plan knows every input's schema, each input's blocks take the union's
+        (its column order, int32 -> int64, null -> a type), so batches keep one dtype;
+        a value the promotion would change (2**53 + 1 into float64) raises instead.
 
         Example:
             >>> import bridge
@@ -623,7 +627,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         check_datasets("union", others)
         known = [(i, d._plan) for i, d in enumerate((self, *others)) if isinstance(d._plan, InputData)]
         check_union_schemas("union", [_first_schema(p.bundles) for _, p in known], [i for i, _ in known])
-        return self._with(Union([self._plan, *[o._plan for o in others]]))
+        return self._with(Union(_conformed([self._plan, *[o._plan for o in others]])))
 
     # ------------------------------------------------------------------ execution
     def _execute(self, ctx: DataContext | None = None, *, to_iterate: bool = False
@@ -1242,6 +1246,21 @@ class MaterializedDataset(Dataset):
 
     def __reduce__(self) -> Any:
         return (MaterializedDataset, (self._plan, self._stats_parent))
+
+
+def _conformed(plans: list[LogicalOp]) -> list[LogicalOp]:
+    """``union``'s inputs, each whose schema the plan knows and that differs from the union's (another column
+    order, a narrower type) given a step that makes its blocks the union's (:func:`conform_transform`).
+    Where an input's schema is known only by running, its blocks stay as they come (as Ray Data's)."""
+    from bridge.plan.schema import known_schema, union_schema
+
+    schemas = [known_schema(p) for p in plans]
+    target = union_schema(schemas)
+    if target is None:
+        return plans
+    return [p if s is None or s.equals(target, check_metadata=False) else
+            Project([p], "Conform", partial(conform_transform, "union", target), preserves_rows=True, schema=target)
+            for p, s in zip(plans, schemas)]
 
 
 def _source_label(plan: InputData) -> str:

@@ -36,3 +36,23 @@ def test_tf_argument_errors_name_the_tf_call():
         ds.iter_tf_batches(drop_last="y")
     with pytest.raises(BridgeError, match=r"^iter_tf_batches: local_shuffle_seed must be an int"):
         ds.iterator().iter_tf_batches(local_shuffle_seed="s")
+
+
+def test_union_blocks_take_the_union_schema_where_the_plan_knows_it():
+    """``schema()`` said int64 and column order ['x', 'y'], but a union's batches came int32 then int64,
+    and the second input's with its own column order (Ray Data 2.60 the same): a training loop's tensors
+    changed dtype between batches."""
+    import pyarrow as pa
+
+    a = bridge.from_arrow(pa.table({"x": pa.array([1, 2], pa.int32()), "y": ["a", "b"]}))
+    b = bridge.from_arrow(pa.table({"y": ["c", None], "x": pa.array([3, 2**40], pa.int64())}))
+    nulls = bridge.from_arrow(pa.table({"x": pa.nulls(1), "y": ["d"]}))
+    u = a.union(b, nulls)
+    schema = u.schema()
+    assert schema.field("x").type == pa.int64() and schema.names == ["x", "y"]
+    batches = list(u.iter_batches(batch_size=None, batch_format="pyarrow"))
+    assert [t.schema.names for t in batches] == [["x", "y"]] * 3
+    assert all(t.schema.field("x").type == pa.int64() for t in batches)
+    assert u.to_arrow().to_pydict() == {"x": [1, 2, 3, 2**40, None], "y": ["a", "b", "c", None, "d"]}
+    assert [b["x"].dtype.name for b in u.iter_batches(batch_size=None)] == ["int64", "int64", "object"]
+    # (the block of a null: an int column with a null is None in an object array, as anywhere else)

@@ -449,6 +449,33 @@ def project_transform(
     return BlockTransform(run, label)
 
 
+def conform_transform(label: str, schema: pa.Schema) -> BlockTransform:
+    """Blocks of one ``union`` input given the union's ``schema``: its column order, and its types where the
+    input's were narrower (int32 -> int64, null -> int64), by the promotion that ``to_arrow`` makes (so
+    a value that would change, 2**53 + 1 into float64, fails here as it fails there).  Without it the
+    union's batches changed dtype and column order from one input to the next under one ``schema()``."""
+    from bridge.block import concat_blocks, empty_table
+    from bridge.errors import SchemaMismatchError
+
+    def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
+        for b in blocks:
+            if _no_output(b) or b.schema.equals(schema, check_metadata=False):
+                yield b
+                continue
+            meta = b.schema.metadata
+            try:
+                out = concat_blocks([empty_table(schema), b.select(schema.names)])
+            except SchemaMismatchError as err:
+                changed = [f"{f.name}: {f.type} -> {schema.field(f.name).type}" for f in b.schema
+                           if not f.type.equals(schema.field(f.name).type)]
+                msg = f"{label}: a block of an input does not fit the union's types ({'; '.join(changed)}): {err.what}"
+                raise SchemaMismatchError(msg, "cast the columns to one type in every input before the union "
+                                               "(map_batches / add_column), as you mean the values") from err
+            yield out.replace_schema_metadata(meta) if meta else out
+
+    return BlockTransform(run, label)
+
+
 def _aligned(value: Any, batch: Any) -> Any:
     """A pandas Series holding the batch's own labels in another order (``df["x"].sort_values()``)
     put back in the batch's row order, as pandas' assignment aligns it (it went in by position:
