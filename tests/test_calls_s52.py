@@ -56,3 +56,20 @@ def test_union_blocks_take_the_union_schema_where_the_plan_knows_it():
     assert u.to_arrow().to_pydict() == {"x": [1, 2, 3, 2**40, None], "y": ["a", "b", "c", None, "d"]}
     assert [b["x"].dtype.name for b in u.iter_batches(batch_size=None)] == ["int64", "int64", "object"]
     # (the block of a null: an int column with a null is None in an object array, as anywhere else)
+
+
+def test_read_parquet_with_schema_keeps_the_hive_partition_columns(tmp_path):
+    """``read_parquet(schema=<the files' columns>)`` dropped ``year=2024/`` without a word (Ray Data keeps it):
+    pyarrow reads exactly the schema it is given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for year in (2024, 2025):
+        (tmp_path / f"year={year}").mkdir()
+        pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), tmp_path / f"year={year}" / "f.parquet")
+    ds = bridge.read_parquet(str(tmp_path), schema=pa.schema([("a", pa.float64())]))
+    assert ds.schema().names == ["a", "year"]
+    assert sorted((r["year"], r["a"]) for r in ds.take_all()) == [(2024, 1.0), (2024, 2.0), (2025, 1.0), (2025, 2.0)]
+    typed = bridge.read_parquet(str(tmp_path), schema=pa.schema([("year", pa.int64()), ("b", pa.string())]))
+    assert typed.schema() == pa.schema([("year", pa.int64()), ("b", pa.string())])
+    assert sorted(r["year"] for r in typed.take_all()) == [2024, 2024, 2025, 2025]

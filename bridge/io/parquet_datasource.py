@@ -104,6 +104,7 @@ class ParquetDatasource(Datasource):
         self.limit: int | None = None
         paths = [f.path for f in files]
         partitioning, casts = _partitioning(partitioning, paths, self.filesystem, schema)
+        schema = _with_partition_columns(schema, partitioning, casts)
         self.dataset = _open_dataset(paths, self.filesystem, partitioning, schema)
         #: By file: the tensor columns its read converts after the scan (see :func:`_tensor_plan`).
         self.tensors: dict[str, dict[str, TensorSource]] = {}
@@ -262,6 +263,20 @@ def _partitioning(partitioning: Any, paths: list[str], fs: pafs.FileSystem,
         return None, {}
     casts = {f.name: f.type for f in cols.schema if parse_type(f.type) != f.type}
     return pds.HivePartitioning(parse_schema(cols.schema)), casts
+
+
+def _with_partition_columns(schema: pa.Schema | None, partitioning: Any, casts: dict[str, pa.DataType]
+                            ) -> pa.Schema | None:
+    """``schema=`` with the partition columns it does not name after its own (as Ray Data reads them):
+    pyarrow reads a dataset with exactly the schema it is given, so ``schema=`` of the files' columns
+    dropped ``year=2024/`` without a word."""
+    parts = getattr(partitioning, "schema", None)
+    if schema is None or parts is None:
+        return schema
+    missing = [pa.field(f.name, casts.get(f.name, f.type)) for f in parts if f.name not in schema.names]
+    for field in missing:
+        schema = schema.append(field)
+    return schema
 
 
 def _open_dataset(paths: list[str], fs: pafs.FileSystem, partitioning: Any, schema: pa.Schema | None) -> pds.Dataset:
