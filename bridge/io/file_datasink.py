@@ -163,6 +163,7 @@ def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
     import pyarrow.csv as pcsv
 
     _check_flat(table, "csv")
+    _check_csv_temporal(table)
     if isinstance(options.get("write_options"), CsvWriteOptions):
         options = {**options, "write_options": options["write_options"].build()}
     for i, field in enumerate(table.schema):
@@ -173,6 +174,51 @@ def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
             utc = pa.timestamp(t.unit, "UTC")
             table = table.set_column(i, field.with_type(utc), table.column(i).cast(utc))
     pcsv.write_csv(table, stream, **options)
+
+
+#: Per unit, the ticks of a second (timestamps, times) and of a day (dates).
+_TICKS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+#: Seconds from 1970 to 0000-01-01 and to 10000-01-01: the years Arrow's CSV text holds and its reader parses.
+_CSV_SECONDS = (-62_167_219_200, 253_402_300_800)
+
+
+def _csv_range(t: pa.DataType) -> tuple[int, int] | None:
+    """The values of temporal type ``t`` that CSV text written by Arrow holds (``[lo, hi)`` as stored), else
+    ``None`` where every value fits (``timestamp[ns]``: 1677-2262)."""
+    lo, hi = _CSV_SECONDS
+    if pa.types.is_timestamp(t):
+        return None if t.unit == "ns" else (lo * _TICKS[t.unit], hi * _TICKS[t.unit])
+    if pa.types.is_date32(t):
+        return lo // 86_400, hi // 86_400
+    if pa.types.is_date64(t):
+        return lo * 1_000, hi * 1_000
+    if pa.types.is_time32(t) or pa.types.is_time64(t):
+        return 0, 86_400 * _TICKS[t.unit]
+    return None
+
+
+def _check_csv_temporal(table: Block) -> None:
+    """Refuse a timestamp, date or time that CSV text cannot hold: Arrow wrote ``<value out of range: -1125899906842624>``
+    (or year 10000, or a time past midnight) into the file, which ``read_csv`` then took as text or refused --
+    the value lost at the write, seen only at the read (``write_json`` refuses them too)."""
+    import pyarrow.compute as pc
+
+    for name, column in zip(table.column_names, table.columns):
+        bounds = _csv_range(column.type)
+        if bounds is None or column.null_count == len(column):
+            continue
+        width = pa.int32() if column.type.bit_width == 32 else pa.int64()
+        ticks = pc.min_max(column.cast(width))
+        low, high = ticks["min"].as_py(), ticks["max"].as_py()
+        if low is None or (bounds[0] <= low and high < bounds[1]):
+            continue
+        bad = low if low < bounds[0] else high
+        held = "times of day (0 to 24 h)" if pa.types.is_time(column.type) else "years 0 to 9999"
+        msg = (f"write_csv: column {name!r} ({column.type}) holds {bad} ({column.type} ticks from "
+               f"{'midnight' if pa.types.is_time(column.type) else '1970'}), which CSV text cannot hold: it holds "
+               f"{held}, and Arrow would write text no reader parses back")
+        raise UnsupportedTypeError(msg, "write_parquet keeps every value; or cast the column to int64 in a "
+                                        "map_batches step to write the number")
 
 
 def _json_default(value: Any) -> Any:

@@ -86,9 +86,28 @@ class JSONFormat(FileFormat):
             _raise_decimal_misfit(data, path, self.schema if self.schema is not None else explicit)
             _raise_kind_change(sys.exc_info()[1], data, path, explicit)
             raise
+        if _invalid_nested(table) is not None:
+            table = self._read_again_typed(data, parse_options, table.schema, path)
         if self.schema is None:
             _check_decimals(table, data, path, explicit)  # parse_options' own explicit_schema
         return _exact_integers(table, data, path, explicit)
+
+    def _read_again_typed(self, data: bytes, parse_options: Any, schema: pa.Schema, path: str) -> pa.Table:
+        """``data`` read once more with the types pyarrow inferred given as its explicit schema.
+
+        Inferring, pyarrow 26's JSON reader builds list columns whose offsets overrun their values
+        where a list holds a null before the item's type is known (``[null, {"a": 1}]``): the values
+        came back shifted into other rows, the null gone.  Given the types it reads them right.
+        """
+        options = copy.copy(parse_options) if parse_options is not None else pajson.ParseOptions()
+        options.explicit_schema = schema
+        table = self._read_lines(data, options)
+        bad = _invalid_nested(table)
+        if bad is not None:
+            msg = f"read_json: pyarrow's JSON reader built an invalid column {bad[0]!r} of {path!r}: {bad[1]}"
+            raise FileReadError(msg, "pass schema= with the column's type, e.g. schema=ds.schema() of the "
+                                     "Dataset that wrote it")
+        return table
 
     def _read_lines(self, data: bytes, parse_options: Any) -> pa.Table:
         kwargs = {}
@@ -105,6 +124,18 @@ class JSONFormat(FileFormat):
             # whole file is in memory already), as Ray Data falls back to.
             wide = pajson.ReadOptions(use_threads=self.read_options.use_threads, block_size=len(data) + 1)
             return pajson.read_json(pa.BufferReader(data), **{**kwargs, "read_options": wide})
+
+
+def _invalid_nested(table: pa.Table) -> tuple[str, str] | None:
+    """The first list or struct column of ``table`` whose arrays do not hold together (name, why), else
+    ``None``: a full validation, of the nested columns only (flat ones pyarrow builds right)."""
+    for name, column in zip(table.column_names, table.columns):
+        if pa.types.is_nested(column.type):
+            try:
+                column.validate(full=True)
+            except pa.ArrowInvalid as err:
+                return name, str(err)
+    return None
 
 
 #: An integer literal of 16 digits or more (2**53, the first integer a double may round, has 16): a run
