@@ -42,3 +42,13 @@ def test_write_csv_keeps_the_temporal_values_csv_text_holds(tmp_path):
                    "tm": pa.array([0, 86399999999, None], pa.time64("us"))})
     bridge.from_arrow(tb).write_csv(str(tmp_path))
     assert bridge.read_csv(str(tmp_path), schema=tb.schema).to_arrow().equals(tb)
+
+
+def test_min_and_max_of_fixed_size_binary_as_sort_orders_it():
+    """Min / Max refused fixed_size_binary (UnsupportedTypeError) where sort orders it and Ray Data answers."""
+    values = pa.array([b"\x00\x00", b"\xff\x00", None, b"\x01\x02"], pa.binary(2))
+    ds = bridge.from_arrow([pa.table({"k": [1, 1], "v": values[:2]}), pa.table({"k": [2, 1], "v": values[2:]})])
+    assert (ds.min("v"), ds.max("v")) == (b"\x00\x00", b"\xff\x00")
+    out = ds.groupby("k").aggregate(bridge.Min("v"), bridge.Max("v")).to_arrow()
+    assert out.schema.field("min(v)").type == pa.binary(2)
+    assert out.to_pydict() == {"k": [1, 2], "min(v)": [b"\x00\x00", None], "max(v)": [b"\xff\x00", None]}

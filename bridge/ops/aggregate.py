@@ -165,7 +165,7 @@ def _is_orderable(t: pa.DataType) -> bool:
     if pa.types.is_dictionary(t):
         t = t.value_type
     return _is_number(t) or pa.types.is_temporal(t) or pa.types.is_string(t) or pa.types.is_large_string(t) \
-        or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        or pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
 
 
 def _is_hashable(t: pa.DataType) -> bool:
@@ -373,7 +373,7 @@ def default_columns(schema: pa.Schema | None, op: str) -> list[str]:
             return True
         return op in _ORDERABLE_OPS and (pa.types.is_string(t) or pa.types.is_large_string(t)
                                          or pa.types.is_binary(t) or pa.types.is_large_binary(t)
-                                         or pa.types.is_temporal(t))
+                                         or pa.types.is_fixed_size_binary(t) or pa.types.is_temporal(t))
 
     return [f.name for f in schema if fits(f.type)]
 
@@ -1012,9 +1012,10 @@ class AbsMax(_Builtin):
 class Quantile(_Builtin):
     """The ``q`` quantile of ``on`` (``quantile(on)``), linear interpolation as ``numpy.quantile``.
 
-    Exact: each group's values are gathered (so a group must fit in a task's memory).  NaN values are
-    skipped, as Arrow's ``quantile`` (which Ray Data uses) and pandas skip them: a group of only NaNs
-    gives null.
+    Not approximate: each group's values are gathered (so a group must fit in a task's memory).  The
+    result is a float64, computed from the values as float64 as ``numpy.quantile`` does: integers past
+    2**53 round to the nearest float64.  NaN values are skipped, as Arrow's ``quantile`` (which Ray Data
+    uses) and pandas skip them: a group of only NaNs gives null.
 
     Example:
         >>> import bridge
