@@ -103,6 +103,24 @@ class ActorPoolStrategy(ComputeStrategy):
         return f"ActorPoolStrategy(min_size={self.min_size}, max_size={self.max_size})"
 
 
+def _from_ray_data(compute: Any) -> Any:
+    """Ray Data's own ``ray.data.ActorPoolStrategy`` / ``TaskPoolStrategy`` as ours (the first thing a Ray Data
+    user passes; it was refused as "not an ActorPoolStrategy"); anything else as it is."""
+    kind = type(compute)
+    if not kind.__module__.startswith("ray.data"):
+        return compute
+    if kind.__name__ == "TaskPoolStrategy":
+        return TaskPoolStrategy(getattr(compute, "size", None))
+    if kind.__name__ == "ActorPoolStrategy":
+        low, high = getattr(compute, "min_size", 1), getattr(compute, "max_size", None)
+        high = None if high is None or high == float("inf") else int(high)
+        if high == low:
+            return ActorPoolStrategy(size=int(low))
+        return ActorPoolStrategy(min_size=int(low), max_size=high, initial_size=getattr(compute, "initial_size", None),
+                                 max_tasks_in_flight_per_actor=getattr(compute, "max_tasks_in_flight_per_actor", None))
+    return compute
+
+
 def resolve_compute(label: str, compute: Any, concurrency: Concurrency, is_class: bool) -> Concurrency:
     """The ``concurrency`` that ``compute`` spells (``compute=None``: ``concurrency`` unchanged)."""
     if compute is None:
@@ -114,6 +132,7 @@ def resolve_compute(label: str, compute: Any, concurrency: Concurrency, is_class
         compute = TaskPoolStrategy()
     elif compute == "actors":
         compute = ActorPoolStrategy()
+    compute = _from_ray_data(compute)
     if isinstance(compute, ActorPoolStrategy) and not is_class:
         msg = f"{label}: compute={compute!r} needs a callable class; got a function"
         raise BridgeValueError(msg, "make fn a class with __call__ (built once per actor), or drop compute=")

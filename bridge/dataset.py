@@ -132,13 +132,20 @@ def _check_remote_args(label: str, ray_remote_args: dict[str, Any]) -> None:
         from ray._common.ray_option_utils import actor_options, task_options
     except ImportError:  # pragma: no cover - another Ray layout: Ray checks them itself
         return
+    from bridge.errors import BridgeTypeError
+
+    if "max_calls" in ray_remote_args:
+        # A @ray.remote option, not an .options() one: Ray's own ValueError came at run time, naming nothing.
+        raise BridgeTypeError(
+            f"{label}: max_calls={ray_remote_args['max_calls']!r} is not taken: the operator's tasks run on "
+            "Ray's shared workers, which are not restarted after n calls",
+            "to give a function state that is built and freed once per worker (a model, GPU memory), make it a "
+            "callable class on an actor pool: map_batches(MyClass, concurrency=n); drop max_calls otherwise")
     valid = set(task_options) | set(actor_options)
     unknown = [k for k in ray_remote_args if k not in valid]
     if not unknown:
         return
     import difflib
-
-    from bridge.errors import BridgeTypeError
 
     near = difflib.get_close_matches(unknown[0], [*_OWN_KEYWORDS, *sorted(valid)], n=1, cutoff=0.6)
     hint = f"did you mean {near[0]}=?" if near else "check the spelling; extra keywords are Ray remote options"

@@ -73,3 +73,34 @@ def test_read_parquet_with_schema_keeps_the_hive_partition_columns(tmp_path):
     typed = bridge.read_parquet(str(tmp_path), schema=pa.schema([("year", pa.int64()), ("b", pa.string())]))
     assert typed.schema() == pa.schema([("year", pa.int64()), ("b", pa.string())])
     assert sorted(r["year"] for r in typed.take_all()) == [2024, 2024, 2025, 2025]
+
+
+def test_ray_datas_compute_strategies_are_taken():
+    """``compute=ray.data.ActorPoolStrategy(size=1)`` -- the first thing a Ray Data user types -- was refused as
+    "compute must be an ActorPoolStrategy ... got ActorPoolStrategy(...)"."""
+    import ray.data
+
+    from bridge.compute import ActorPoolStrategy, TaskPoolStrategy, _from_ray_data
+
+    class Double:
+        def __call__(self, b):
+            return {"id": b["id"] * 2}
+
+    for strategy in (ray.data.ActorPoolStrategy(size=1), ray.data.ActorPoolStrategy(min_size=1, max_size=2)):
+        assert bridge.range(4).map_batches(Double, compute=strategy).take_all() == [{"id": i * 2} for i in range(4)]
+    assert bridge.range(3).map_batches(lambda b: b, compute=ray.data.TaskPoolStrategy(size=2)).count() == 3
+    fixed = _from_ray_data(ray.data.ActorPoolStrategy(size=3))
+    assert isinstance(fixed, ActorPoolStrategy) and fixed.concurrency() == 3
+    scaling = _from_ray_data(ray.data.ActorPoolStrategy(min_size=2, max_size=5))
+    assert scaling.concurrency() == (2, 5)
+    assert _from_ray_data(ray.data.ActorPoolStrategy()).max_size is None  # Ray's inf: up to the cluster
+    assert isinstance(_from_ray_data(ray.data.TaskPoolStrategy(size=2)), TaskPoolStrategy)
+    with pytest.raises(BridgeError, match="needs a callable class; got a function"):
+        bridge.range(3).map_batches(lambda b: b, compute=ray.data.ActorPoolStrategy(size=1))
+
+
+def test_max_calls_is_refused_at_the_call():
+    """``map_batches(fn, max_calls=1)`` was taken, then failed in the run with Ray's own "Setting 'max_calls'
+    is not supported in '.options()'", naming no operator."""
+    with pytest.raises(bridge.BridgeTypeError, match=r"MapBatches\(<lambda>\): max_calls=1 is not taken"):
+        bridge.range(4).map_batches(lambda b: b, max_calls=1)
