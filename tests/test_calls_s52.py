@@ -104,3 +104,19 @@ def test_max_calls_is_refused_at_the_call():
     is not supported in '.options()'", naming no operator."""
     with pytest.raises(bridge.BridgeTypeError, match=r"MapBatches\(<lambda>\): max_calls=1 is not taken"):
         bridge.range(4).map_batches(lambda b: b, max_calls=1)
+
+
+def test_read_parquet_filter_that_does_not_apply_names_the_read_and_the_columns(tmp_path):
+    """pyarrow's own "No match for FieldRef.Name(zz)" / "no kernel matching input types (string, int8)" named
+    neither read_parquet nor filter=, nor the columns there are."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), tmp_path / "f.parquet")
+    for bad, why in ((pc.field("zz") > 1, "No match for FieldRef"), ([("zz", ">", 1)], "No match for FieldRef"),
+                     (pc.field("b") > 1, "no kernel matching input types"), (pc.field("a"), "must evaluate to bool")):
+        with pytest.raises(BridgeError, match=rf"(?s)read_parquet\(filter=.*does not apply to the files' columns: .*{why}"
+                                              r".*Hint: the files have a: int64, b: string"):
+            bridge.read_parquet(str(tmp_path), filter=bad)
+    assert bridge.read_parquet(str(tmp_path), filter=pc.field("b") == "y").take_all() == [{"a": 2, "b": "y"}]

@@ -125,6 +125,7 @@ class ParquetDatasource(Datasource):
         if self.columns is not None:
             _check_columns(self._scan_columns() or [], self.schema)
         self._check_refused(self._scan_columns())
+        _check_filter(self.filter, self.schema)
         self.units = _plan_units(self.dataset, self.filter)
         self.exact_num_rows = self.filter is None
 
@@ -540,6 +541,25 @@ def _stored_as(t: pa.DataType) -> pa.DataType | None:
 def _unreadable(path: str, err: BaseException) -> FileReadError:
     msg = f"cannot read Parquet file {path!r}: {type(err).__name__}: {str(err).strip().splitlines()[0]}"
     return FileReadError(msg, _hint_for(err))
+
+
+def _check_filter(filter: pds.Expression | None, schema: pa.Schema) -> None:  # noqa: A002
+    """``filter=`` bound to the files' columns, at the call: pyarrow's own "No match for FieldRef.Name(zz)"
+    or "Function 'greater' has no kernel matching input types (string, int8)" named neither the read nor
+    the filter, nor the columns there are."""
+    if filter is None:
+        return
+    from bridge.block import empty_table
+
+    try:
+        empty_table(schema).filter(filter)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        why = str(err).strip().splitlines()[0]
+        columns = ", ".join(f"{f.name}: {f.type}" for f in schema)
+        msg = f"read_parquet(filter={filter}): the filter does not apply to the files' columns: {why}"
+        hint = (f"the files have {columns}; name one of them, compare it with a value of its type "
+                "(pc.field('s') == 'x' for a string), and make the whole filter a condition (true or false)")
+        raise BridgeError(msg, hint) from err
 
 
 def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002
