@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from bridge.keywords import checked_keywords
+
 
 def _tf() -> Any:
     try:
@@ -173,6 +175,7 @@ def _concat_batches(batches: list[dict[str, Any]]) -> dict[str, Any]:
     return {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
 
 
+@checked_keywords("to_tf")
 def to_tf(ds: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
           batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
           local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:

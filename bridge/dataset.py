@@ -40,6 +40,7 @@ from bridge.execution.transform import (
 )
 from bridge.io.write_methods import WriteMethods
 from bridge.iteration.ingest_methods import IngestMethods
+from bridge.keywords import checked_keywords
 from bridge.ops.ops_methods import GlobalOpsMethods
 from bridge.plan.logical import Compute, InputData, Limit, LogicalOp, MapLike, Project, Read, Union, known_num_rows
 
@@ -514,6 +515,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                      columns=columns)
         return self._with(op)
 
+    @checked_keywords("select_columns")
     def select_columns(self, cols: list[str] | str) -> Dataset:
         """Keep only ``cols``, in that order.
 
@@ -525,6 +527,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         cols = _unique_columns("select_columns", cols)
         return self._project(f"SelectColumns({cols})", columns=cols, select=cols)
 
+    @checked_keywords("drop_columns")
     def drop_columns(self, cols: list[str] | str) -> Dataset:
         """Remove ``cols``.
 
@@ -536,6 +539,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         cols = _unique_columns("drop_columns", cols)
         return self._project(f"DropColumns({cols})", drop=cols)
 
+    @checked_keywords("rename_columns")
     def rename_columns(self, names: dict[str, str] | list[str]) -> Dataset:
         """Rename columns by ``{old: new}``, or give every column a new name: ``[new, ...]``, one per column, in order.
 
@@ -602,6 +606,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                                         'or a dict {"old": "new"} to rename only some')
         return dict(zip(old, new))
 
+    @checked_keywords("limit")
     def limit(self, limit: int) -> Dataset:
         """The first ``limit`` rows (a source that can read fewer rows is asked to).
 
@@ -695,6 +700,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         bundles, _ = self._execute()
         yield from bundles
 
+    @checked_keywords("materialize")
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and hold the blocks in the object store.
 
@@ -733,6 +739,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         return self._last_stats.to_string()
 
     # ------------------------------------------------------------------ consumption
+    @checked_keywords("iter_batches")
     def iter_batches(
         self,
         *,
@@ -819,6 +826,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             return pa.table({})
         return concat_blocks(nonempty)
 
+    @checked_keywords("to_pandas")
     def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
         """All rows as a ``pandas.DataFrame`` (index restored when the source had one).
 
@@ -850,6 +858,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             raise BridgeValueError(msg, f"raise the limit, or take the first rows with ds.limit({limit}).to_pandas()")
         return block_to_pandas(table, schema_attr=True)
 
+    @checked_keywords("take")
     def take(self, limit: int = 20) -> list[dict[str, Any]]:
         """The first ``limit`` rows as dicts.
 
@@ -866,6 +875,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             out.append(row)
         return out
 
+    @checked_keywords("take_all")
     def take_all(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Every row as a dict (``limit`` raises if there are more).
 
@@ -886,6 +896,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             raise BridgeValueError(msg, "raise the limit, or use take(n) for the first n rows")
         return rows
 
+    @checked_keywords("take_batch")
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "numpy") -> Any:
         """The first ``batch_size`` rows as one batch.
 
@@ -910,6 +921,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
             raise DatasetEmptyError(msg, "check the source and any filters; take() returns [] instead of raising")
         return batch_mod.to_batch(block, fmt)
 
+    @checked_keywords("show")
     def show(self, limit: int = 20) -> None:
         """Print the first ``limit`` rows.
 
@@ -924,6 +936,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         for row in self.take(check_rows("show", "limit", limit, hint="pass a row count such as show(20)")):
             print(row)
 
+    @checked_keywords("count")
     def count(self) -> int:
         """Number of rows: from the plan where it says, without running it (blocks in the store, an exact
         source, and sorts, shuffles, repartitions, selections, limits and unions of those: such a plan that
@@ -941,6 +954,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
         bundles, _ = self._execute()
         return sum(b.num_rows for b in bundles)
 
+    @checked_keywords("schema")
     def schema(self) -> pa.Schema | None:
         """The Arrow schema: from the plan when it says (sources, selections, limits), else by
         running the plan up to its first non-empty block.  A materialized Dataset's is the
@@ -984,6 +998,7 @@ class Dataset(IngestMethods, GlobalOpsMethods, WriteMethods):
                 close()
         return _first_schema(seen)
 
+    @checked_keywords("columns")
     def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
         """Column names; ``fetch_if_missing=False`` returns ``None`` rather than run the plan to learn them
         (names the plan knows without running, e.g. a Parquet source's or a selection's, still come back).

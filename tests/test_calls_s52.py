@@ -120,3 +120,37 @@ def test_read_parquet_filter_that_does_not_apply_names_the_read_and_the_columns(
                                               r".*Hint: the files have a: int64, b: string"):
             bridge.read_parquet(str(tmp_path), filter=bad)
     assert bridge.read_parquet(str(tmp_path), filter=pc.field("b") == "y").take_all() == [{"a": 2, "b": "y"}]
+
+
+def test_ray_data_keywords_we_do_not_take_are_refused_with_the_way_here(tmp_path):
+    """Python's bare "TypeError: read_csv() got an unexpected keyword argument 'delimiter'" named no way
+    forward; Ray Data's keywords are named with what does that here, a misspelling with the nearest name."""
+    ds = bridge.range(10)
+    (tmp_path / "a.csv").write_text("x;y\n1;2\n")
+    cases = [
+        (lambda: bridge.read_csv(str(tmp_path), delimiter=";"), r"read_csv: unexpected keyword argument\(s\) "
+         r"\['delimiter'\].*Hint: delimiter=: pass parse_options=pyarrow.csv.ParseOptions"),
+        (lambda: bridge.range(10, parallelism=2), r"range: .*\['parallelism'\].*pass override_num_blocks="),
+        (lambda: bridge.read_parquet(str(tmp_path), parallelism=2), r"read_parquet: .*pass override_num_blocks="),
+        (lambda: ds.select_columns(["id"], concurrency=1), r"select_columns: .*\['concurrency'\]; it takes \['cols'\]"),
+        (lambda: ds.random_shuffle(seed=1, num_cpus=1), r"random_shuffle: .*num_cpus=: this step's tasks"),
+        (lambda: ds.split(2, locality_hints=[1, 2]), r"split: .*not placed by node"),
+        (lambda: ds.groupby("id", num_partitions=2), r"groupby: .*sizes its reduce side"),
+        (lambda: ds.schema(fetch_if_missing=True), r"schema: .*\['fetch_if_missing'\]; it takes \[\]"),
+        (lambda: ds.iter_batches(prefetch_blocks=2), r"iter_batches: .*pass prefetch_batches="),
+        (lambda: ds.take(limt=3), r"take: .*did you mean limit=\?"),
+        (lambda: ds.sort("id", decending=True), r"sort: .*did you mean descending=\?"),
+    ]
+    for call, message in cases:
+        with pytest.raises(bridge.BridgeTypeError, match=rf"(?s)^{message}"):
+            call()
+    assert isinstance(bridge.BridgeTypeError("x"), TypeError)  # an `except TypeError` still catches it
+    parse = __import__("pyarrow.csv", fromlist=["ParseOptions"]).ParseOptions(delimiter=";")
+    assert bridge.read_csv(str(tmp_path), parse_options=parse).take_all() == [{"x": 1, "y": 2}]
+
+
+def test_to_tf_keywords_are_checked():
+    pytest.importorskip("tensorflow")
+    with pytest.raises(bridge.BridgeTypeError, match=r"(?s)^to_tf: .*\['additional_columns'\]; it takes "
+                                                      r"\['batch_size', .*name those columns in feature_columns="):
+        bridge.range(3).to_tf("id", additional_columns=["x"])

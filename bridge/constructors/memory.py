@@ -17,6 +17,7 @@ from bridge.block import Block, BlockMetadata, empty_table, normalize_types
 from bridge.errors import BridgeError, BridgeTypeError
 from bridge.execution.bundle import RefBundle
 from bridge.io.datasource import split_even
+from bridge.keywords import checked_keywords
 from bridge.plan.logical import InputData, Read
 
 if TYPE_CHECKING:
@@ -363,6 +364,7 @@ def _slices(table: pa.Table, override_num_blocks: int | None) -> list[pa.Table]:
     return [table.slice(s, e - s) for s, e in split_even(table.num_rows, n)]
 
 
+@checked_keywords("range")
 def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa: A001 - mirrors builtins
     """Integers ``0 .. n-1`` in column ``id``.
 
@@ -378,6 +380,7 @@ def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa
     return Dataset(Read([], RangeDatasource(n, override_num_blocks=override_num_blocks)))
 
 
+@checked_keywords("range_tensor")
 def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
     """Rows ``i`` holding an array of ``shape`` filled with ``i``, in column ``data``.
 
@@ -399,6 +402,7 @@ def _check_count(n: Any, what: str) -> None:
         raise BridgeError(msg, f"call {what}(1000)")
 
 
+@checked_keywords("from_items")
 def from_items(items: Iterable[Any], *, override_num_blocks: int | None = None) -> Dataset:
     """A Dataset of Python objects: dicts become rows, anything else a row ``{"item": x}``.
 
@@ -427,6 +431,7 @@ def from_items(items: Iterable[Any], *, override_num_blocks: int | None = None) 
     return Dataset(Read([], ItemsDatasource(list(items), override_num_blocks)))
 
 
+@checked_keywords("from_arrow")
 def from_arrow(tables: Any, *, override_num_blocks: int | None = None) -> MaterializedDataset:
     """A Dataset from a ``pyarrow.Table``, a list of them, or any object with ``__arrow_c_stream__``.
 
@@ -485,6 +490,7 @@ def _as_table(obj: Any) -> pa.Table:
     raise BridgeError(msg, "convert it with pyarrow.table(obj), or use bridge.from_any(obj)")
 
 
+@checked_keywords("from_pandas")
 def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> MaterializedDataset:
     """A Dataset from a ``pandas.DataFrame`` or a list of them.
 
@@ -520,6 +526,7 @@ def from_pandas(dfs: Any, *, override_num_blocks: int | None = None) -> Material
     return _put_blocks(pieces, "FromPandas", convert=lambda piece: frame_to_block(piece, keep_index=keep))
 
 
+@checked_keywords("from_numpy")
 def from_numpy(arrays: Any, *, column: str = "data") -> MaterializedDataset:
     """A Dataset from an ndarray (column ``data``; n-d arrays become tensor columns),
     a list of ndarrays (one block each) or a dict of column -> ndarray.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bridge.keywords import checked_keywords
 from bridge.plan.logical import Read
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from bridge.io.datasource import Datasource
 
 
+@checked_keywords("read_datasource")
 def read_datasource(datasource: Datasource, *, override_num_blocks: int | None = None) -> Dataset:
     """A Dataset reading from any :class:`bridge.io.datasource.Datasource`.
 
@@ -58,6 +60,7 @@ def read_datasource(datasource: Datasource, *, override_num_blocks: int | None =
     return Dataset(Read([], datasource, override_num_blocks))
 
 
+@checked_keywords("read_parquet")
 def read_parquet(
     paths: Any,
     *,
@@ -147,6 +150,7 @@ def _schema_arg(schema: Any, what: str) -> Any:
     raise BridgeError(msg, "pass ds.schema() of the Dataset you wrote, or pyarrow.schema([(name, type), ...])")
 
 
+@checked_keywords("read_csv")
 def read_csv(
     paths: Any,
     *,
@@ -198,6 +202,7 @@ def read_csv(
     ))
 
 
+@checked_keywords("read_json")
 def read_json(
     paths: Any,
     *,
@@ -247,6 +252,7 @@ def read_json(
     ))
 
 
+@checked_keywords("read_text")
 def read_text(
     paths: Any,
     *,
@@ -275,6 +281,7 @@ def read_text(
     ))
 
 
+@checked_keywords("read_binary_files")
 def read_binary_files(
     paths: Any,
     *,
@@ -300,6 +307,7 @@ def read_binary_files(
     ))
 
 
+@checked_keywords("read_numpy")
 def read_numpy(
     paths: Any,
     *,
@@ -327,6 +335,7 @@ def read_numpy(
     ))
 
 
+@checked_keywords("read_images")
 def read_images(
     paths: Any,
     *,

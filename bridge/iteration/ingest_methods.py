@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bridge.dataset_mixin import DatasetMixin
+from bridge.keywords import checked_keywords
 
 if TYPE_CHECKING:
     from bridge.dataset import Dataset, MaterializedDataset
@@ -21,6 +22,7 @@ class IngestMethods(DatasetMixin):
     """Training-ingest methods of :class:`bridge.Dataset`."""
 
     # ------------------------------------------------------------------ epochs
+    @checked_keywords("repeat")
     def repeat(self, times: int | None = None) -> Dataset:
         """Stream the Dataset ``times`` times in a row as one sequence (``None``: forever).
 
@@ -40,6 +42,7 @@ class IngestMethods(DatasetMixin):
             raise BridgeValueError(f"repeat(times) needs a non-negative int or None; got {times!r}", "call repeat(3)")
         return self._with(Repeat([self._plan], times))
 
+    @checked_keywords("randomize_block_order")
     def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
         """Permute the order of the blocks (no data moves); a new order every epoch without a seed.
 
@@ -58,6 +61,7 @@ class IngestMethods(DatasetMixin):
         return self._with(randomize_block_order_op(self._plan, check_seed("randomize_block_order", seed)))
 
     # ------------------------------------------------------------------ static splits
+    @checked_keywords("split")
     def split(self, n: int, *, equal: bool = False) -> list[MaterializedDataset]:
         """``n`` contiguous parts (sizes differ by at most a row; ``equal=True``: identical).
 
@@ -70,6 +74,7 @@ class IngestMethods(DatasetMixin):
 
         return split(self._ds, n, equal=equal)
 
+    @checked_keywords("split_at_indices")
     def split_at_indices(self, indices: Sequence[int]) -> list[MaterializedDataset]:
         """Parts ``[0, i0), [i0, i1), ..., [ik, N)``.
 
@@ -92,6 +97,7 @@ class IngestMethods(DatasetMixin):
             raise BridgeValueError(msg, "pass e.g. split_at_indices([100, 250]); for one part use materialize()")
         return split_at_indices(self._ds, indices)
 
+    @checked_keywords("split_proportionately")
     def split_proportionately(self, proportions: Sequence[float]) -> list[MaterializedDataset]:
         """Parts with these fractions of the rows, plus one part with the rest.
 
@@ -114,6 +120,7 @@ class IngestMethods(DatasetMixin):
             raise BridgeTypeError(msg, "pass e.g. [0.8, 0.1] for 80% / 10% / 10%")
         return split_proportionately(self._ds, proportions)
 
+    @checked_keywords("train_test_split")
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
                          stratify: str | None = None) -> tuple[MaterializedDataset, MaterializedDataset]:
         """``(train, test)``; ``test_size`` is a fraction or a row count; ``shuffle`` shuffles fully first.
@@ -133,6 +140,7 @@ class IngestMethods(DatasetMixin):
         seed = check_seed("train_test_split", seed)
         return train_test_split(self._ds, test_size, shuffle=shuffle, seed=seed, stratify=stratify)
 
+    @checked_keywords("streaming_split")
     def streaming_split(self, n: int, *, equal: bool = True, drop_last: bool = False,
                         stall_timeout_s: float | None = None) -> list[DataSplitIterator]:
         """``n`` iterators fed by one streaming execution, each usable from another actor or process.
@@ -157,6 +165,7 @@ class IngestMethods(DatasetMixin):
                                stall_timeout_s=stall_timeout_s)
 
     # ------------------------------------------------------------------ exporters
+    @checked_keywords("iter_torch_batches")
     def iter_torch_batches(
         self,
         *,
@@ -208,6 +217,7 @@ class IngestMethods(DatasetMixin):
             zero_copy=zero_copy)
         return BatchIterator(self._ds, options, formatter=formatter)
 
+    @checked_keywords("iter_tf_batches")
     def iter_tf_batches(
         self,
         *,

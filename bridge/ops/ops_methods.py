@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from bridge.dataset_mixin import DatasetMixin
+from bridge.keywords import checked_keywords
 from bridge.plan.logical import AllToAll
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class GlobalOpsMethods(DatasetMixin):
         return self._with(AllToAll([self._plan], fn, label, preserves_rows))
 
     # ------------------------------------------------------------------ shuffle / sort / repartition
+    @checked_keywords("random_shuffle")
     def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None) -> Dataset:
         """Shuffle all rows across blocks.
 
@@ -46,6 +48,7 @@ class GlobalOpsMethods(DatasetMixin):
                                 hint="pass num_blocks=None")
         return self._all_to_all(random_shuffle_fn(seed, num_blocks), "RandomShuffle", preserves_rows=True)
 
+    @checked_keywords("sort")
     def sort(self, key: str | list[str], descending: bool | list[bool] = False,
              boundaries: list[Any] | None = None) -> Dataset:
         """Sort rows by one or several columns; nulls (and NaN) come last.
@@ -66,6 +69,7 @@ class GlobalOpsMethods(DatasetMixin):
         return self._all_to_all(sort_fn(sort_keys, label, check_boundaries(sort_keys, boundaries)), label,
                                 preserves_rows=True)
 
+    @checked_keywords("repartition")
     def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
                     strict: bool = False, shuffle: bool = False, keys: list[str] | str | None = None,
                     sort: bool = False) -> Dataset:
@@ -133,6 +137,7 @@ class GlobalOpsMethods(DatasetMixin):
                                     preserves_rows=True)
         return self._all_to_all(repartition_fn(num_blocks), f"Repartition[{num_blocks}]", preserves_rows=True)
 
+    @checked_keywords("random_sample")
     def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (reproducible with ``seed``).
 
@@ -186,6 +191,7 @@ class GlobalOpsMethods(DatasetMixin):
         return out
 
     # ------------------------------------------------------------------ groupby / aggregate
+    @checked_keywords("groupby")
     def groupby(self, key: str | list[str] | None) -> GroupedData:
         """Group rows by one or several key columns (``None``: all rows in one group).
 
@@ -236,6 +242,7 @@ class GlobalOpsMethods(DatasetMixin):
             return result[aggs[0].name]
         return result
 
+    @checked_keywords("sum")
     def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
         """Sum of a column; for several (or ``on=None``: every numeric one) ``{"sum(col)": sum}``.
 
@@ -250,6 +257,7 @@ class GlobalOpsMethods(DatasetMixin):
 
         return self._column_aggregate(Sum, "sum", on, ignore_nulls=ignore_nulls)
 
+    @checked_keywords("min")
     def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
         """Smallest value of a column (several: ``{"min(col)": min}``).
 
@@ -265,6 +273,7 @@ class GlobalOpsMethods(DatasetMixin):
 
         return self._column_aggregate(Min, "min", on, ignore_nulls=ignore_nulls)
 
+    @checked_keywords("max")
     def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
         """Largest value of a column (several: ``{"max(col)": max}``).
 
@@ -280,6 +289,7 @@ class GlobalOpsMethods(DatasetMixin):
 
         return self._column_aggregate(Max, "max", on, ignore_nulls=ignore_nulls)
 
+    @checked_keywords("mean")
     def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
         """Mean of a column (several: ``{"mean(col)": mean}``).
 
@@ -295,6 +305,7 @@ class GlobalOpsMethods(DatasetMixin):
 
         return self._column_aggregate(Mean, "mean", on, ignore_nulls=ignore_nulls)
 
+    @checked_keywords("std")
     def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Any:
         """Standard deviation of a column (``ddof=1`` like pandas); several: ``{"std(col)": std}``.
 
@@ -310,6 +321,7 @@ class GlobalOpsMethods(DatasetMixin):
 
         return self._column_aggregate(Std, "std", on, ddof=ddof, ignore_nulls=ignore_nulls)
 
+    @checked_keywords("unique")
     def unique(self, column: str, ignore_nulls: bool = False) -> list[Any]:
         """The distinct values of ``column`` (order unspecified; null included unless ``ignore_nulls``).
 
