@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from bridge.errors import BridgeError, BridgeValueError
+from bridge.plan.schema import blocks_schema
 
 from . import spark_types
 
@@ -227,6 +228,29 @@ def _check_session_running(df: Any, what: str) -> None:
         msg = f"{what}: the SparkSession of this DataFrame was stopped (spark.stop() or bridge.stop_spark())"
         raise BridgeError(msg, "create a new SparkSession (or bridge.init_spark) and build the DataFrame "
                           "again from it; a Dataset made before the stop stays valid")
+
+
+def _check_target_session(spark: Any) -> None:
+    """``to_spark(spark)`` of what is no running SparkSession: a string or a SparkContext failed as "the Spark
+    job failed with AttributeError", and a stopped session with Py4J's "Cannot call methods on a stopped
+    SparkContext", both with a hint about the frame's own job."""
+    from pyspark.sql import SparkSession
+
+    from bridge.errors import BridgeTypeError
+
+    if not isinstance(spark, SparkSession):
+        got = type(spark).__name__
+        hint = ("pass the SparkSession: ds.to_spark(spark); from a SparkContext sc, "
+                "SparkSession.builder.getOrCreate() gives its session")
+        raise BridgeTypeError(f"to_spark: spark must be a SparkSession; got {got}", hint)
+    try:
+        stopped = spark.sparkContext._jsc is None
+    except Exception:  # noqa: BLE001 - a session we cannot inspect: let the job say what is wrong
+        return
+    if stopped:
+        msg = "to_spark: the SparkSession was stopped (spark.stop() or bridge.stop_spark())"
+        raise BridgeError(msg, "create a new SparkSession (SparkSession.builder.getOrCreate() or bridge.init_spark) "
+                               "and pass it: ds.to_spark(spark); the Dataset stays valid")
 
 
 def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto") -> MaterializedDataset:
@@ -403,9 +427,13 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
         msg = "to_spark: no SparkSession given and none is active"
         hint = "pass one: ds.to_spark(spark), or start one with bridge.init_spark(...) / SparkSession.builder"
         raise BridgeError(msg, hint)
+    _check_target_session(spark)
     session_tz = _arrow_zone(_conf(spark, "spark.sql.session.timeZone"))
     pairs = [(ref, meta) for bundle in ds.iter_internal_ref_bundles() for ref, meta in zip(bundle.refs, bundle.metas)]
-    schema = next((m.schema for _, m in pairs if m.schema is not None and (m.num_rows or len(m.schema))), None)
+    # Every block's schema, unified (int32 + int64 -> int64; bool + int64 refused, naming the column), not the
+    # first block's alone: the others were cast to it unchecked (an int 5 became True, a naive time a UTC one).
+    schema = blocks_schema([m for _, m in pairs if m.num_rows or (m.schema is not None and len(m.schema))],
+                           "to_spark")
     if schema is None:  # metadata without schemas: the first block with rows says
         schema = next((ray.get(ref).schema for ref, m in pairs if m.num_rows != 0), None)
     if schema is None:

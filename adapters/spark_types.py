@@ -512,6 +512,8 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
     if block.schema.equals(target):
         check_unique_map_keys(block)
         return block
+    if block.column_names != target.names and sorted(block.column_names) == sorted(target.names):
+        block = block.select(target.names)  # a block of the Dataset with its columns in another order
     columns = []
     for field, col in zip(block.schema, block.columns):
         if isinstance(field.type, pa.FixedShapeTensorType):

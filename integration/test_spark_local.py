@@ -524,3 +524,41 @@ def test_the_arrow_path_is_taken_only_where_the_jvm_has_it(spark):
     assert _jvm_has(sc, "PythonSQLUtils", "toDataFrame")
     assert not _jvm_has(sc, "NoSuchSparkUtils", "toDataFrame")
     assert not _jvm_has(sc, "PythonSQLUtils", "noSuchMethod")
+
+
+def _two_blocks(first, second):
+    """A Dataset of two blocks that a function made of two schemas (the first block's 0, the second's 1)."""
+    return bridge.range(2, override_num_blocks=2).map_batches(
+        lambda b: first if b["id"][0].as_py() == 0 else second, batch_format="pyarrow", batch_size=None)
+
+
+@pytest.mark.parametrize("method", ["copy", "object_store"])
+def test_to_spark_takes_every_blocks_schema_not_the_first_alone(spark, method):
+    """to_spark cast every block to the first block's types, unchecked: an int 5 became True, an int 1 the
+    string '1', a naive time a UTC instant; blocks of one columns in another order failed inside Spark."""
+    mixed = _two_blocks(pa.table({"x": [True]}), pa.table({"x": [5, 0]}))
+    with pytest.raises(bridge.SchemaMismatchError, match="to_spark.*bool.*int64"):
+        mixed.to_spark(spark, method=method)
+    with pytest.raises(bridge.SchemaMismatchError, match="to_spark"):
+        _two_blocks(pa.table({"x": ["a"]}), pa.table({"x": [1]})).to_spark(spark, method=method)
+    widened = _two_blocks(pa.table({"x": pa.array([1], pa.int32())}), pa.table({"x": [2**40]}))
+    df = widened.to_spark(spark, method=method)
+    assert df.schema["x"].dataType.simpleString() == "bigint"
+    assert sorted(r.x for r in df.collect()) == [1, 2**40]
+    floats = _two_blocks(pa.table({"x": [1]}), pa.table({"x": [2.5]})).to_spark(spark, method=method)
+    assert sorted(r.x for r in floats.collect()) == [1.0, 2.5]
+    reordered = _two_blocks(pa.table({"a": [1], "b": ["x"]}), pa.table({"b": ["y"], "a": [2]}))
+    assert sorted(tuple(r) for r in reordered.to_spark(spark, method=method).collect()) == [(1, "x"), (2, "y")]
+
+
+
+def test_to_spark_of_what_is_no_session_says_so(spark):
+    """``to_spark("spark")`` or of a SparkContext failed as "the Spark job failed with AttributeError",
+    with a hint about the frame's own job."""
+    from bridge.errors import BridgeTypeError
+
+    ds = bridge.range(3)
+    with pytest.raises(BridgeTypeError, match="to_spark: spark must be a SparkSession; got str"):
+        ds.to_spark("spark")
+    with pytest.raises(BridgeTypeError, match="got SparkContext"):
+        ds.to_spark(spark.sparkContext)

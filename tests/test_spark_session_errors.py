@@ -26,6 +26,10 @@ def test_from_spark_after_stop_says_the_session_was_stopped():
         bridge.from_spark(df)
     assert "PYSPARK_PYTHON" not in str(info.value)
     assert "create a new SparkSession" in str(info.value)
+    # The other way: Py4J's "Cannot call methods on a stopped SparkContext", with a hint about the frame's job.
+    with pytest.raises(BridgeError, match="to_spark: the SparkSession was stopped") as info:
+        bridge.range(3).to_spark(spark)
+    assert "create a new SparkSession" in str(info.value)
 
 
 def test_init_spark_asking_more_cpus_than_ray_has_fails_at_once():
