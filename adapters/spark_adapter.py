@@ -280,7 +280,7 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
         raise BridgeError(msg, "build one with spark.createDataFrame(...) or spark.sql(...)")
     _check_session_running(df, "from_spark")
     _release_stopped()  # blocks kept for to_spark frames of sessions stopped since
-    vectors = spark_types.check_spark_schema(df.schema)
+    vectors = spark_types.check_spark_schema(_frame_schema(df))
     spark_zone = _session_time_zone(df)
     zone = _arrow_zone(spark_zone)
     # The caller's frame: from_spark <- SparkAdapter.to_dataset <- _door <- bridge.from_spark.
@@ -316,8 +316,45 @@ def from_spark(df: Any, *, parallelism: int | None = None, method: str = "auto")
             tables = _map_in_arrow_tables(safe, parallelism, max_bytes)
     except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
         raise _wrap_spark_failure(err, "from_spark") from err
-    renamed = (t.rename_columns(names) for t in tables)
+    renamed = (t.rename_columns(names) for t in _spark_errors_named(tables, "from_spark"))
     return _to_dataset(renamed, df.schema, zone, vectors)
+
+
+def _spark_errors_named(tables: Iterable[pa.Table], what: str) -> Iterator[pa.Table]:
+    """``tables`` whose Spark jobs run as they are read (a partition at a time past maxResultSize), their
+    errors named as the jobs started above name theirs (a raw Py4JJavaError came out of the read)."""
+    it = iter(tables)
+    while True:
+        try:
+            table = next(it)
+        except StopIteration:
+            return
+        except BridgeError:
+            raise
+        except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
+            raise _wrap_spark_failure(err, what) from err
+        yield table
+
+
+def _frame_schema(df: Any) -> Any:
+    """``df.schema``; a type pyspark itself cannot parse (a ``CalendarIntervalType``: "Unable to parse datatype
+    interval") raises :class:`UnsupportedTypeError` naming the columns, read from the JVM's schema."""
+    try:
+        return df.schema
+    except Exception as err:  # noqa: BLE001 - pyspark's parse error has no stable class across versions
+        if "parse" not in str(err).lower():
+            raise
+        from bridge.errors import UnsupportedTypeError
+
+        try:
+            named = [f"{f.name()!r} ({f.dataType().simpleString()})" for f in df._jdf.schema().fields()
+                     if f.dataType().simpleString() == "interval"]  # (a calendar interval's whole name)
+        except Exception:  # noqa: BLE001 - no JVM schema to read: say what pyspark said
+            named = []
+        msg = (f"from_spark: pyspark cannot read the frame's schema ({str(err).strip().splitlines()[0]}); "
+               f"column(s): {', '.join(named) or 'unknown'}")
+        raise UnsupportedTypeError(msg, "cast such a column in Spark first: a calendar interval (make_interval) to "
+                                        "a string, or its parts with SQL (extract(day FROM c), ...)") from err
 
 
 def _map_in_arrow_tables(safe: Any, parallelism: int | None, max_bytes: int) -> Iterator[pa.Table]:
@@ -382,6 +419,7 @@ def _to_dataset(tables: Iterator[pa.Table], schema: Any, tz: str | None, vectors
             if table.num_rows == 0:
                 continue
             empty = False
+            spark_types.check_utf8(table)
             table = spark_types.relabel_zones(spark_types.repair_offsets(table), tz)
             yield spark_types.vectors_to_tensors(table, vectors)
         if empty:  # an empty frame keeps its schema

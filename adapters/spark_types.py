@@ -537,6 +537,30 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
     return ready
 
 
+def _has_text(t: pa.DataType) -> bool:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return True
+    if isinstance(t, pa.ExtensionType):
+        return _has_text(t.storage_type)
+    return any(_has_text(t.field(i).type) for i in range(t.num_fields))
+
+
+def check_utf8(table: pa.Table) -> None:
+    """Raise for a string column holding bytes that are not UTF-8: Spark's strings may (``cast(x'ff41' as
+    string)``), Arrow's may not, and such a column failed far away (``take_all`` with a bare
+    ``UnicodeDecodeError``, ``to_pandas`` with "Wrapping ... failed") naming no column."""
+    for name, column in zip(table.column_names, table.columns):
+        if not _has_text(column.type):
+            continue
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid as err:
+            msg = f"from_spark: column {name!r} holds bytes that are not UTF-8 text ({err})"
+            hint = (f"keep the bytes: cast it to binary in Spark (df.withColumn({name!r}, col({name!r}).cast('binary'))); "
+                    "or repair the text in Spark before the handoff")
+            raise UnsupportedTypeError(msg, hint) from err
+
+
 def has_maps(t: pa.Schema | pa.DataType) -> bool:
     """Whether a schema or type holds a map anywhere (nested too)."""
     if isinstance(t, pa.Schema):

@@ -562,3 +562,22 @@ def test_to_spark_of_what_is_no_session_says_so(spark):
         ds.to_spark("spark")
     with pytest.raises(BridgeTypeError, match="got SparkContext"):
         ds.to_spark(spark.sparkContext)
+
+
+def test_from_spark_of_text_that_is_not_utf8_names_the_column(spark):
+    """Spark's strings may hold any bytes, Arrow's not: the column came into the Dataset and failed later with a
+    bare UnicodeDecodeError (take_all) or "Wrapping ... failed" (to_pandas), naming no column."""
+    df = spark.sql("select 1 as id, cast(x'ff41' as string) as s")
+    with pytest.raises(UnsupportedTypeError, match=r"(?s)from_spark: column 's' holds bytes that are not UTF-8.*cast"
+                                                   r"\('binary'\)"):
+        bridge.from_spark(df)
+    kept = bridge.from_spark(spark.sql("select cast(x'ff41' as binary) as s, 'héllo' as t"))
+    assert kept.take_all() == [{"s": b"\xffA", "t": "héllo"}]
+
+
+def test_from_spark_of_a_calendar_interval_names_the_column(spark):
+    """pyspark cannot parse the type itself: its raw PySparkValueError came out of reading df.schema."""
+    df = spark.sql("select 1 as id, make_interval(1, 2, 3, 4, 5, 6, 7) as c")
+    with pytest.raises(UnsupportedTypeError, match=r"(?s)from_spark: pyspark cannot read the frame's schema .*"
+                                                   r"'c' \(interval\).*make_interval"):
+        bridge.from_spark(df)

@@ -43,3 +43,13 @@ def test_forced_arrow_collection_names_the_setting(small_result_spark):
     with pytest.raises(BridgeError, match="maxResultSize") as info:
         bridge.from_spark(df, method="arrow_collect")
     assert "spark.driver.maxResultSize" in str(info.value).split("Hint:")[1]
+
+
+def test_one_partition_larger_than_max_result_size_names_the_setting(small_result_spark):
+    """Fetched a partition at a time, one partition alone over the limit raised a raw Py4JJavaError with a
+    Java stack: the partitions are read as the Dataset is built, outside the error naming above."""
+    df = small_result_spark.range(0, 200_000, 1, 8).selectExpr("id", "repeat('x', 10) as s")
+    for method in ("auto", "map_in_arrow"):
+        with pytest.raises(BridgeError, match="maxResultSize") as info:
+            bridge.from_spark(df, method=method, parallelism=1)
+        assert "spark.driver.maxResultSize" in str(info.value).split("Hint:")[1]
