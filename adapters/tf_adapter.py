@@ -328,6 +328,7 @@ def _columns_and_specs(tf: Any, schema: pa.Schema | None, feature_columns: Any, 
     return features, labels, specs, signature
 
 
+@checked_keywords("to_tf")
 def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str | list[str] | None = None, *,
                    batch_size: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                    local_shuffle_seed: int | None = None, prefetch_batches: int = 1, fill_nulls: Any = None) -> Any:

@@ -138,14 +138,7 @@ def _refuse_unknown_options(cls: Any, options: dict[str, Any]) -> None:
     (Python's own error named the internal class: ``TorchIterableDataset.__init__() got an unexpected ...``)."""
     import inspect
 
-    taken = [n for n in inspect.signature(cls.__init__).parameters if n not in ("self", "ds")]
-    unknown = [k for k in options if k not in taken]
-    if not unknown:
-        return
-    from bridge.errors import BridgeTypeError
+    from bridge.keywords import refuse_unknown
 
-    known = [f"{k}: {_RAY_DATA_TO_TORCH[k]}" for k in unknown if k in _RAY_DATA_TO_TORCH]
-    msg = f"to_torch: unexpected argument(s) {unknown}; it takes {taken}"
-    hint = "; ".join(known) if known else "check the spelling (see help(bridge.Dataset.to_torch))"
-    raise BridgeTypeError(msg, hint)
+    refuse_unknown("to_torch", options, list(inspect.signature(cls.__init__).parameters), _RAY_DATA_TO_TORCH)
 

@@ -441,5 +441,12 @@ _FORMAT_KEYS = ("dtypes", "device", "collate_fn", "pin_memory", "fill_nulls", "z
 def torch_batch_stream(run: Callable[[Callable[[Any], Any], dict[str, Any]], Iterator[Any]],
                        options: dict[str, Any]) -> Iterator[Any]:
     """Split ``options`` into formatting and iteration arguments and run ``run(formatter, iteration_kw)``."""
+    import dataclasses
+
+    from bridge.iteration.options import BatchOptions
+    from bridge.keywords import refuse_unknown
+
+    iteration = [f.name for f in dataclasses.fields(BatchOptions) if f.name not in ("batch_format", "caller")]
+    refuse_unknown("iter_torch_batches", options, [*_FORMAT_KEYS, *iteration])
     fmt_kw = {k: options.pop(k) for k in _FORMAT_KEYS if k in options}
-    return run(make_formatter(**fmt_kw), options)
+    return run(make_formatter(**fmt_kw), {**options, "caller": "iter_torch_batches"})

@@ -37,6 +37,7 @@ from bridge.execution.transform import (
     map_batches_transform,
     map_rows_transform,
     project_transform,
+    same_layout,
 )
 from bridge.io.write_methods import WriteMethods
 from bridge.iteration.ingest_methods import IngestMethods
@@ -138,10 +139,10 @@ def _check_remote_args(label: str, ray_remote_args: dict[str, Any]) -> None:
     if "max_calls" in ray_remote_args:
         # A @ray.remote option, not an .options() one: Ray's own ValueError came at run time, naming nothing.
         raise BridgeTypeError(
-            f"{label}: max_calls={ray_remote_args['max_calls']!r} is not taken: the operator's tasks run on "
-            "Ray's shared workers, which are not restarted after n calls",
-            "to give a function state that is built and freed once per worker (a model, GPU memory), make it a "
-            "callable class on an actor pool: map_batches(MyClass, concurrency=n); drop max_calls otherwise")
+            f"{label}: max_calls={ray_remote_args['max_calls']!r} is not taken: raybridge does not restart a "
+            "worker after n calls (its tasks share Ray's workers; an actor pool's actors live for the run)",
+            "drop max_calls; state built once per worker (a model, GPU memory) belongs in a callable class's "
+            "__init__ (map_batches(MyClass, concurrency=n)), whose actors are freed when the run ends")
     valid = set(task_options) | set(actor_options)
     unknown = [k for k in ray_remote_args if k not in valid]
     if not unknown:
@@ -1280,7 +1281,7 @@ def _conformed(plans: list[LogicalOp]) -> list[LogicalOp]:
     target = union_schema(schemas)
     if target is None:
         return plans
-    return [p if s is None or s.equals(target, check_metadata=False) else
+    return [p if s is None or same_layout(s, target) else
             Project([p], "Conform", partial(conform_transform, "union", target), preserves_rows=True, schema=target)
             for p, s in zip(plans, schemas)]
 

@@ -77,6 +77,21 @@ def _hint(unknown: list[str], taken: list[str]) -> str:
     return "; ".join(hints) if hints else "check the spelling against the arguments it takes"
 
 
+def refuse_unknown(where: str, given: Any, taken: Any, hints: dict[str, str] | None = None) -> None:
+    """Raise :class:`~bridge.errors.BridgeTypeError` for the keywords of ``given`` not in ``taken`` (no-op
+    without any), each with ``hints[key]``, else Ray Data's way here, else the nearest spelling."""
+    unknown = [k for k in given if k not in taken]
+    if not unknown:
+        return
+    from bridge.errors import BridgeTypeError
+
+    names = sorted(set(taken) - {"self", "ds", "it"})  # (an adapter function's Dataset or iterator: the method's self)
+    own = [f"{k}=: {hints[k]}" for k in unknown if hints and k in hints]
+    rest = [k for k in unknown if not (hints and k in hints)]
+    hint = "; ".join(own + ([_hint(rest, names)] if rest else []))
+    raise BridgeTypeError(f"{where}: unexpected keyword argument(s) {unknown}; it takes {names}", hint)
+
+
 def checked_keywords(where: str) -> Callable[[F], F]:
     """Wrap ``fn`` so that an unknown keyword raises :class:`~bridge.errors.BridgeTypeError` naming ``where``."""
 
@@ -86,16 +101,11 @@ def checked_keywords(where: str) -> Callable[[F], F]:
             return fn  # it takes any keyword: checks its own
         named = frozenset(p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                                                 inspect.Parameter.KEYWORD_ONLY))
-        taken = sorted(named - {"self", "ds"})  # (an adapter function's Dataset is the method's self)
 
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
             if kwargs and not named.issuperset(kwargs):
-                from bridge.errors import BridgeTypeError
-
-                unknown = [k for k in kwargs if k not in named]
-                raise BridgeTypeError(f"{where}: unexpected keyword argument(s) {unknown}; it takes {taken}",
-                                      _hint(unknown, taken))
+                refuse_unknown(where, kwargs, named)
             return fn(*args, **kwargs)
 
         return cast(F, checked)
@@ -103,4 +113,4 @@ def checked_keywords(where: str) -> Callable[[F], F]:
     return wrap
 
 
-__all__ = ["RAY_DATA_KEYWORDS", "checked_keywords"]
+__all__ = ["RAY_DATA_KEYWORDS", "checked_keywords", "refuse_unknown"]

@@ -154,3 +154,45 @@ def test_to_tf_keywords_are_checked():
     with pytest.raises(bridge.BridgeTypeError, match=r"(?s)^to_tf: .*\['additional_columns'\]; it takes "
                                                       r"\['batch_size', .*name those columns in feature_columns="):
         bridge.range(3).to_tf("id", additional_columns=["x"])
+
+
+def test_union_of_inputs_with_other_columns_still_names_them():
+    """A review found the union's conform step failing with a bare KeyError where an input's blocks hold
+    other columns than the plan's merged schema of them (the union's own check names the columns)."""
+    import pyarrow as pa
+
+    mixed = bridge.from_arrow([pa.table({"a": [1]}), pa.table({"a": [2], "b": ["x"]})])
+    other = bridge.from_arrow(pa.table({"b": ["y"], "a": [3]}))
+    with pytest.raises(bridge.SchemaMismatchError, match="columns"):
+        other.union(mixed).take_all()
+
+
+def test_split_and_shard_iterators_check_their_keywords_and_name_the_call():
+    """``ds.iterator().iter_batches(prefetch_blocks=2)`` -- the shard iterator Ray Train users call -- raised a
+    bare TypeError; a split's ``iter_torch_batches(batch_size=0)`` said ``iter_batches:``."""
+    pytest.importorskip("torch")
+    ds = bridge.range(8)
+    with pytest.raises(bridge.BridgeTypeError, match=r"(?s)^iter_batches: .*pass prefetch_batches="):
+        ds.iterator().iter_batches(prefetch_blocks=2)
+    split = ds.streaming_split(1)[0]
+    with pytest.raises(bridge.BridgeTypeError, match=r"(?s)^iter_torch_batches: .*\['prefetch_blocks'\].*"
+                                                     r"pass prefetch_batches="):
+        split.iter_torch_batches(prefetch_blocks=2)
+    with pytest.raises(BridgeError, match=r"^iter_torch_batches: batch_size must be a positive number"):
+        split.iter_torch_batches(batch_size=0)
+    with pytest.raises(bridge.BridgeTypeError, match=r"(?s)^to_torch: .*\['prefetch_blocks'\].*prefetch_blocks=: pass"):
+        ds.to_torch(prefetch_blocks=2)
+    assert sorted(int(i) for b in split.iter_torch_batches(batch_size=3) for i in b["id"]) == list(range(8))
+
+
+def test_read_parquet_with_schema_keeps_partition_columns_of_a_pyarrow_factory(tmp_path):
+    import pyarrow as pa
+    import pyarrow.dataset as pds
+    import pyarrow.parquet as pq
+
+    for year in (2024, 2025):
+        (tmp_path / f"year={year}").mkdir()
+        pq.write_table(pa.table({"x": [1]}), tmp_path / f"year={year}" / "f.parquet")
+    ds = bridge.read_parquet(str(tmp_path), schema=pa.schema([("x", pa.int64())]),
+                             partitioning=pds.partitioning(flavor="hive"))
+    assert sorted((r["year"], r["x"]) for r in ds.take_all()) == [(2024, 1), (2025, 1)]

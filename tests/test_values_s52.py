@@ -27,6 +27,8 @@ def test_read_json_of_a_list_holding_a_null_before_its_items_type_is_known(tmp_p
     pa.array([2932897], pa.date32()),
     pa.array([253402300800000], pa.date64()),
     pa.array([2**40], pa.time64("us")),                        # past midnight
+    pa.array([253402300800 - 1800], pa.timestamp("s", "Europe/Paris")),  # UTC 9999, Paris (written) 10000
+    pa.array([253402300800000], pa.timestamp("ms")).dictionary_encode(),
 ], ids=lambda a: str(a.type))
 def test_write_csv_refuses_a_temporal_value_csv_text_cannot_hold(tmp_path, values):
     """write_csv wrote placeholder text (or year-10000 text that read_csv refuses): the value was lost at

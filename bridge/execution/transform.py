@@ -449,6 +449,11 @@ def project_transform(
     return BlockTransform(run, label)
 
 
+def same_layout(a: pa.Schema, b: pa.Schema) -> bool:
+    """The same column names and types in the same order (nullability and metadata aside)."""
+    return a.names == b.names and all(x.type.equals(y.type) for x, y in zip(a, b))
+
+
 def conform_transform(label: str, schema: pa.Schema) -> BlockTransform:
     """Blocks of one ``union`` input given the union's ``schema``: its column order, and its types where the
     input's were narrower (int32 -> int64, null -> int64), by the promotion that ``to_arrow`` makes (so
@@ -459,8 +464,8 @@ def conform_transform(label: str, schema: pa.Schema) -> BlockTransform:
 
     def run(blocks: Iterable[Block], ctx: TaskContext) -> Iterator[Block]:
         for b in blocks:
-            if _no_output(b) or b.schema.equals(schema, check_metadata=False):
-                yield b
+            if _no_output(b) or same_layout(b.schema, schema) or sorted(b.column_names) != sorted(schema.names):
+                yield b  # (other columns: the union's own check names them)
                 continue
             meta = b.schema.metadata
             try:

@@ -163,7 +163,6 @@ def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
     import pyarrow.csv as pcsv
 
     _check_flat(table, "csv")
-    _check_csv_temporal(table)
     if isinstance(options.get("write_options"), CsvWriteOptions):
         options = {**options, "write_options": options["write_options"].build()}
     for i, field in enumerate(table.schema):
@@ -173,6 +172,7 @@ def _write_csv(table: Block, stream: Any, options: dict[str, Any]) -> None:
             # back would be off by those seconds. The same instants in UTC are exact (schema= gives the zone).
             utc = pa.timestamp(t.unit, "UTC")
             table = table.set_column(i, field.with_type(utc), table.column(i).cast(utc))
+    _check_csv_temporal(table)  # (after: a zone's values are written as the local time the check reads)
     pcsv.write_csv(table, stream, **options)
 
 
@@ -204,9 +204,13 @@ def _check_csv_temporal(table: Block) -> None:
     import pyarrow.compute as pc
 
     for name, column in zip(table.column_names, table.columns):
+        if pa.types.is_dictionary(column.type) and _csv_range(column.type.value_type) is not None:
+            column = column.cast(column.type.value_type)  # written as its values
         bounds = _csv_range(column.type)
         if bounds is None or column.null_count == len(column):
             continue
+        if pa.types.is_timestamp(column.type) and column.type.tz:
+            column = pc.local_timestamp(column)  # Arrow writes the zone's local time: its year is the one written
         width = pa.int32() if column.type.bit_width == 32 else pa.int64()
         ticks = pc.min_max(column.cast(width))
         low, high = ticks["min"].as_py(), ticks["max"].as_py()

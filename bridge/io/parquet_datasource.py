@@ -30,7 +30,7 @@ import pyarrow.dataset as pds
 import pyarrow.fs as pafs
 
 from bridge.block import map_child_types
-from bridge.errors import BridgeError, ConversionWarning, SchemaMismatchError
+from bridge.errors import BridgeError, BridgeValueError, ConversionWarning, SchemaMismatchError
 from bridge.io.datasource import Datasource, ReadTask, default_num_blocks, meta
 from bridge.io.file_datasource import PATH_COLUMN
 from bridge.io.parquet_schema import unify_file_schemas
@@ -104,7 +104,7 @@ class ParquetDatasource(Datasource):
         self.limit: int | None = None
         paths = [f.path for f in files]
         partitioning, casts = _partitioning(partitioning, paths, self.filesystem, schema)
-        schema = _with_partition_columns(schema, partitioning, casts)
+        schema = _with_partition_columns(schema, partitioning, casts, paths, self.filesystem)
         self.dataset = _open_dataset(paths, self.filesystem, partitioning, schema)
         #: By file: the tensor columns its read converts after the scan (see :func:`_tensor_plan`).
         self.tensors: dict[str, dict[str, TensorSource]] = {}
@@ -266,13 +266,18 @@ def _partitioning(partitioning: Any, paths: list[str], fs: pafs.FileSystem,
     return pds.HivePartitioning(parse_schema(cols.schema)), casts
 
 
-def _with_partition_columns(schema: pa.Schema | None, partitioning: Any, casts: dict[str, pa.DataType]
-                            ) -> pa.Schema | None:
+def _with_partition_columns(schema: pa.Schema | None, partitioning: Any, casts: dict[str, pa.DataType],
+                            paths: list[str], fs: pafs.FileSystem) -> pa.Schema | None:
     """``schema=`` with the partition columns it does not name after its own (as Ray Data reads them):
     pyarrow reads a dataset with exactly the schema it is given, so ``schema=`` of the files' columns
-    dropped ``year=2024/`` without a word."""
+    dropped ``year=2024/`` without a word.  A ``pyarrow.dataset`` partitioning factory learns its columns
+    from the paths first."""
+    if schema is None or partitioning is None:
+        return schema
+    if isinstance(partitioning, pds.PartitioningFactory) and paths:
+        partitioning = _open_dataset(paths, fs, partitioning, None).partitioning
     parts = getattr(partitioning, "schema", None)
-    if schema is None or parts is None:
+    if parts is None:
         return schema
     missing = [pa.field(f.name, casts.get(f.name, f.type)) for f in parts if f.name not in schema.names]
     for field in missing:
@@ -559,7 +564,7 @@ def _check_filter(filter: pds.Expression | None, schema: pa.Schema) -> None:  # 
         msg = f"read_parquet(filter={filter}): the filter does not apply to the files' columns: {why}"
         hint = (f"the files have {columns}; name one of them, compare it with a value of its type "
                 "(pc.field('s') == 'x' for a string), and make the whole filter a condition (true or false)")
-        raise BridgeError(msg, hint) from err
+        raise BridgeValueError(msg, hint) from err
 
 
 def _plan_units(dataset: pds.Dataset, filter: pds.Expression | None) -> list[_Unit]:  # noqa: A002

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from bridge.iteration.options import BatchOptions
+from bridge.keywords import checked_keywords
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -71,6 +72,7 @@ class DataIterator:
         [3, 1]
     """
 
+    @checked_keywords("iter_batches")
     def iter_batches(self, *, batch_size: int | None = 256, batch_format: str = "numpy", prefetch_batches: int = 1,
                      drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                      local_shuffle_seed: int | None = None) -> Iterator[Any]:
@@ -167,6 +169,7 @@ class DataIterator:
         return torch_adapter.batch_stream(
             lambda formatter, kw: self.batches(BatchOptions(**kw), formatter), options)
 
+    @checked_keywords("iter_tf_batches")
     def iter_tf_batches(self, *, batch_size: int | None = 256, dtypes: Any = None, prefetch_batches: int = 1,
                         drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
                         local_shuffle_seed: int | None = None, fill_nulls: Any = None) -> Iterator[Any]:
