@@ -118,14 +118,25 @@ def shuffle_blocks(blocks: Iterable[Block], buffer_size: int, batch_size: int | 
         have += b.num_rows
         if have >= buffer_size + chunk:
             merged = concat_blocks(pending)
-            merged = take_rows(merged, pa.array(rng.permutation(merged.num_rows)))
+            merged = take_rows(merged, _permutation(rng, merged.num_rows))
             emit = have - buffer_size // 2
             yield merged.slice(0, emit)
             rest = tail(merged, emit)
             pending, have = [rest], rest.num_rows
     if have:
         merged = concat_blocks(pending)
-        yield take_rows(merged, pa.array(rng.permutation(merged.num_rows)))
+        yield take_rows(merged, _permutation(rng, merged.num_rows))
+
+
+def _permutation(rng: np.random.Generator, n: int) -> pa.Array:
+    """A random order of ``n`` rows as Arrow indices, built from the NumPy buffer: ``pa.array`` would import
+    pandas on its first call in a process, and two split readers' threads importing it at once died with
+    Python's ``_DeadlockError`` (pandas' modules import each other)."""
+    from bridge.tensor import numeric_array
+
+    order = numeric_array(rng.permutation(n))
+    assert order is not None  # (an int64 vector always converts)
+    return order
 
 
 def iter_batches(

@@ -81,6 +81,16 @@ class SplitCoordinator:
         self.rows_delivered: dict[int, list[int]] = {}
         # Per epoch, set when its stream ends: (rows in the stream, rows padded, rows dropped).
         self.fill: dict[int, tuple[int, int, int]] = {}
+        #: Per split, the epoch its next pass reads: kept here, not in the handle, since a handle pickled
+        #: to a Ray task each epoch is a fresh copy (it asked for epoch 0 again, and hung).
+        self.next_epochs = [0] * n
+
+    def begin_epoch(self, split: int) -> int:
+        """The epoch ``split``'s next pass reads (and count it as begun)."""
+        with self.cond:
+            epoch = self.next_epochs[split]
+            self.next_epochs[split] += 1
+            return epoch
 
     # ------------------------------------------------------------------ producer
     def _feed(self, dispatcher: SplitDispatcher, epoch: int) -> None:
@@ -175,6 +185,9 @@ class SplitCoordinator:
                     self.last_seen[split] = time.monotonic()
                     self.cond.notify_all()
                     return item
+                if epoch == self.epoch and split in self.done:
+                    msg = f"streaming_split: split {split} asked for epoch {epoch} again after reading it to its end"
+                    raise BridgeError(msg, "iterate every split once per epoch, in step with the others")
                 if epoch < self.epoch or epoch > self.epoch + 1:
                     msg = f"streaming_split: split {split} asked for epoch {epoch} while the splits are at epoch {self.epoch}"
                     raise BridgeError(msg, "iterate every split once per epoch, in step with the others")
@@ -221,7 +234,6 @@ class DataSplitIterator(DataIterator):
         self._coord = coordinator
         self.index = index
         self.n = n
-        self._epoch = 0
 
     def __reduce__(self) -> Any:
         return (DataSplitIterator, (self._coord, self.index, self.n))
@@ -275,8 +287,7 @@ class DataSplitIterator(DataIterator):
         warnings.warn(msg, UserWarning, stacklevel=2)  # raised on the batcher thread: no user frame to point at
 
     def _next_epoch(self) -> int:
-        epoch, self._epoch = self._epoch, self._epoch + 1
-        return epoch
+        return int(ray.get(self._coord.begin_epoch.remote(self.index)))
 
     def batches(self, options: BatchOptions, formatter: Any = None) -> Iterator[Any]:
         """One epoch of this split's batches (see :meth:`DataIterator.batches`)."""
