@@ -30,8 +30,8 @@ from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Ray Data keywords with no counterpart of the same name here, and what does that here.
-#: ``{}`` in a hint is replaced by nothing; hints that need the call's own parameters are below.
+#: Ray Data keywords with no counterpart of the same name here, and what does that here
+#: (``parallelism=`` is answered in :func:`_hint`: its way depends on the call).
 RAY_DATA_KEYWORDS: dict[str, str] = {
     "concurrency": "reads and column steps run as many tasks at once as the cluster has CPUs; drop it "
                    "(pass override_num_blocks= to a read to set how many blocks it makes)",
@@ -57,7 +57,7 @@ RAY_DATA_KEYWORDS: dict[str, str] = {
     "prefetch_blocks": "pass prefetch_batches= (Ray Data's name since 2.5)",
     "batch_size": "set batch_size= where the Dataset is consumed (iter_batches, map_batches); a read's "
                   "blocks follow the files (row groups)",
-    "shuffle": "call ds.random_shuffle() (or read_parquet(shuffle='files'))",
+    "shuffle": "call ds.random_shuffle() first, or pass local_shuffle_buffer_size= to the iterator",
 }
 
 
