@@ -53,7 +53,9 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import re
 import sys
 import threading
 import uuid
@@ -192,14 +194,18 @@ def _exceeds_max_result_size(err: Exception) -> bool:
     return "maxResultSize" in str(err)
 
 
-def _wrap_spark_failure(err: Exception, what: str) -> BridgeError:
+def _wrap_spark_failure(err: Exception, what: str, by_partition: bool = False) -> BridgeError:
     text = str(err).strip()
     first = text.splitlines()[0] if text else ""
     if _exceeds_max_result_size(err):
         cause = next((line.strip() for line in text.splitlines() if "maxResultSize" in line), first)
         msg = f"{what}: the collected result is larger than Spark allows: {cause[:500]}"
-        hint = ("build the session with .config('spark.driver.maxResultSize', '0') (no limit) or a larger "
-                "size, or pass method='auto' (the default), which then reads partition by partition")
+        hint = "build the session with .config('spark.driver.maxResultSize', '0') (no limit) or a larger size"
+        if by_partition:  # the fallback itself failed: one partition alone is over the limit
+            msg += " (read partition by partition: one partition alone is larger)"
+            hint += ", or cut the frame into more partitions (df.repartition(n), or from_spark(parallelism=n))"
+        else:
+            hint += ", or pass method='auto' (the default), which then reads partition by partition"
         return BridgeError(msg, hint)
     # A Py4JJavaError's first line only names the JVM call: its root cause (the last "Caused by:"), else the
     # first line naming an exception, says what failed.
@@ -332,8 +338,13 @@ def _spark_errors_named(tables: Iterable[pa.Table], what: str) -> Iterator[pa.Ta
         except BridgeError:
             raise
         except Exception as err:  # noqa: BLE001 - Py4J / captured Spark errors have no common base
-            raise _wrap_spark_failure(err, what) from err
+            raise _wrap_spark_failure(err, what, by_partition=True) from err
         yield table
+
+
+#: A calendar interval in a Spark type's simple string, nested too (``array<interval>``); not the day-time
+#: and year-month intervals (``interval day to second``), which pyspark reads.
+_CALENDAR_INTERVAL = re.compile(r"\binterval\b(?! (?:day|hour|minute|second|year|month))")
 
 
 def _frame_schema(df: Any) -> Any:
@@ -348,7 +359,7 @@ def _frame_schema(df: Any) -> Any:
 
         try:
             named = [f"{f.name()!r} ({f.dataType().simpleString()})" for f in df._jdf.schema().fields()
-                     if f.dataType().simpleString() == "interval"]  # (a calendar interval's whole name)
+                     if _CALENDAR_INTERVAL.search(f.dataType().simpleString())]
         except Exception:  # noqa: BLE001 - no JVM schema to read: say what pyspark said
             named = []
         msg = (f"from_spark: pyspark cannot read the frame's schema ({str(err).strip().splitlines()[0]}); "
@@ -470,8 +481,9 @@ def to_spark(ds: Dataset, spark: Any = None, *, method: str = "auto") -> Any:
     pairs = [(ref, meta) for bundle in ds.iter_internal_ref_bundles() for ref, meta in zip(bundle.refs, bundle.metas)]
     # Every block's schema, unified (int32 + int64 -> int64; bool + int64 refused, naming the column), not the
     # first block's alone: the others were cast to it unchecked (an int 5 became True, a naive time a UTC one).
-    schema = blocks_schema([m for _, m in pairs if m.num_rows or (m.schema is not None and len(m.schema))],
-                           "to_spark")
+    metas = [m if m.schema is not None or not m.num_rows else dataclasses.replace(m, schema=ray.get(ref).schema)
+             for ref, m in pairs]  # (metadata without a schema: the block says; a value it holds would be cast)
+    schema = blocks_schema([m for m in metas if m.num_rows or (m.schema is not None and len(m.schema))], "to_spark")
     if schema is None:  # metadata without schemas: the first block with rows says
         schema = next((ray.get(ref).schema for ref, m in pairs if m.num_rows != 0), None)
     if schema is None:

@@ -556,8 +556,13 @@ def check_utf8(table: pa.Table) -> None:
             column.validate(full=True)
         except pa.ArrowInvalid as err:
             msg = f"from_spark: column {name!r} holds bytes that are not UTF-8 text ({err})"
-            hint = (f"keep the bytes: cast it to binary in Spark (df.withColumn({name!r}, col({name!r}).cast('binary'))); "
-                    "or repair the text in Spark before the handoff")
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                hint = (f"keep the bytes: cast it to binary in Spark (df.withColumn({name!r}, col({name!r}).cast("
+                        "'binary'))); or repair the text in Spark before the handoff")
+            else:
+                hint = ("keep the bytes: turn its strings into binary in Spark, e.g. transform(a, x -> cast(x as "
+                        "binary)) for an array, transform_values / transform_keys for a map, named_struct(...) for "
+                        "a struct; or repair the text in Spark before the handoff")
             raise UnsupportedTypeError(msg, hint) from err
 
 

@@ -549,6 +549,16 @@ def test_to_spark_takes_every_blocks_schema_not_the_first_alone(spark, method):
     assert sorted(r.x for r in floats.collect()) == [1.0, 2.5]
     reordered = _two_blocks(pa.table({"a": [1], "b": ["x"]}), pa.table({"b": ["y"], "a": [2]}))
     assert sorted(tuple(r) for r in reordered.to_spark(spark, method=method).collect()) == [(1, "x"), (2, "y")]
+    # Metadata without schemas (from_block_refs takes them): each block's own schema counts the same.
+    import ray
+
+    from bridge.block import BlockMetadata
+
+    refs = [ray.put(pa.table({"x": [True]})), ray.put(pa.table({"x": [5]}))]
+    for metas in ([BlockMetadata(1, 1), BlockMetadata(1, 8)],
+                  [BlockMetadata(1, 1, schema=pa.schema([("x", pa.bool_())])), BlockMetadata(1, 8)]):
+        with pytest.raises(bridge.SchemaMismatchError, match="to_spark.*bool.*int64"):
+            bridge.from_block_refs(refs, metas).to_spark(spark, method=method)
 
 
 
@@ -573,6 +583,12 @@ def test_from_spark_of_text_that_is_not_utf8_names_the_column(spark):
         bridge.from_spark(df)
     kept = bridge.from_spark(spark.sql("select cast(x'ff41' as binary) as s, 'héllo' as t"))
     assert kept.take_all() == [{"s": b"\xffA", "t": "héllo"}]
+    nested = spark.sql("select array(cast(x'ff41' as string)) as a")
+    with pytest.raises(UnsupportedTypeError, match=r"(?s)column 'a' holds bytes that are not UTF-8.*transform\(a, x "
+                                                   r"-> cast\(x as binary\)\)"):
+        bridge.from_spark(nested)
+    fixed = nested.selectExpr("transform(a, x -> cast(x as binary)) as a")  # the hint's way, as Spark takes it
+    assert bridge.from_spark(fixed).take_all() == [{"a": [b"\xffA"]}]
 
 
 def test_from_spark_of_a_calendar_interval_names_the_column(spark):
@@ -581,3 +597,6 @@ def test_from_spark_of_a_calendar_interval_names_the_column(spark):
     with pytest.raises(UnsupportedTypeError, match=r"(?s)from_spark: pyspark cannot read the frame's schema .*"
                                                    r"'c' \(interval\).*make_interval"):
         bridge.from_spark(df)
+    nested = spark.sql("select array(make_interval(1, 2, 0, 3, 0, 0, 0)) as iv, interval 1 day as d, 1 as id")
+    with pytest.raises(UnsupportedTypeError, match=r"column\(s\): 'iv' \(array<interval>\)\n"):
+        bridge.from_spark(nested)

@@ -52,4 +52,6 @@ def test_one_partition_larger_than_max_result_size_names_the_setting(small_resul
     for method in ("auto", "map_in_arrow"):
         with pytest.raises(BridgeError, match="maxResultSize") as info:
             bridge.from_spark(df, method=method, parallelism=1)
-        assert "spark.driver.maxResultSize" in str(info.value).split("Hint:")[1]
+        hint = str(info.value).split("Hint:")[1]
+        assert "spark.driver.maxResultSize" in hint and "repartition" in hint
+        assert "method='auto'" not in hint  # (what just failed)
