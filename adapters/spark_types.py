@@ -512,7 +512,16 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
     if block.schema.equals(target):
         check_unique_map_keys(block)
         return block
-    if block.column_names != target.names and sorted(block.column_names) == sorted(target.names):
+    if block.column_names != target.names:
+        if sorted(block.column_names) != sorted(target.names):
+            from bridge.errors import SchemaMismatchError
+
+            missing = [n for n in target.names if n not in block.column_names]
+            extra = [n for n in block.column_names if n not in target.names]
+            msg = (f"to_spark: the Dataset's blocks hold different columns (a block lacks {missing}, has {extra} "
+                   f"more); a Spark frame has one set")
+            raise SchemaMismatchError(msg, "give every block the same columns before to_spark (select_columns, "
+                                           "or a map_batches that adds the missing ones as nulls)")
         block = block.select(target.names)  # a block of the Dataset with its columns in another order
     columns = []
     for field, col in zip(block.schema, block.columns):

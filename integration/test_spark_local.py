@@ -549,6 +549,9 @@ def test_to_spark_takes_every_blocks_schema_not_the_first_alone(spark, method):
     assert sorted(r.x for r in floats.collect()) == [1.0, 2.5]
     reordered = _two_blocks(pa.table({"a": [1], "b": ["x"]}), pa.table({"b": ["y"], "a": [2]}))
     assert sorted(tuple(r) for r in reordered.to_spark(spark, method=method).collect()) == [(1, "x"), (2, "y")]
+    fewer = _two_blocks(pa.table({"a": [1]}), pa.table({"a": [2], "b": ["x"]}))
+    with pytest.raises(bridge.SchemaMismatchError, match=r"blocks hold different columns \(a block lacks \['b'\]"):
+        fewer.to_spark(spark, method=method)  # (it said "the Spark job failed", hinting at the frame's own job)
     # Metadata without schemas (from_block_refs takes them): each block's own schema counts the same.
     import ray
 
