@@ -641,7 +641,10 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
         from bridge.block import table_without_columns
 
         return table_without_columns(len(df), pa.Table.from_pandas(df.iloc[:0], preserve_index=False).schema.metadata)
-    table = _from_pandas(df, preserve_index)
+    try:
+        table = _from_pandas(df, preserve_index)
+    except OverflowError as err:
+        raise _int_overflow(df, err) from err
     if preserve_index is False and not (labels.nlevels == 1 and labels.name is None
                                         and labels.inferred_type in ("string", "empty")):
         meta = table.schema.pandas_metadata
@@ -652,6 +655,26 @@ def table_from_pandas(df: pandas.DataFrame, preserve_index: bool | None = None) 
     if not (labels.nlevels == 1 and labels.name is None and labels.inferred_type in ("string", "empty")):
         _check_labels_come_back(labels, table.schema)
     return _mark_arrow_dtypes(df, table)
+
+
+def _int_overflow(df: pandas.DataFrame, err: OverflowError) -> Exception:
+    """The error for an object column holding a Python int past int64 (``[2**63, 1]``): pyarrow's bare
+    "Python int too large to convert to C long" named no column."""
+    from bridge.errors import UnsupportedTypeError
+
+    for name, dtype in zip(df.columns, df.dtypes):
+        if not (isinstance(dtype, np.dtype) and dtype.kind == "O"):
+            continue
+        big = next((v for v in df[name] if isinstance(v, int) and not -2**63 <= v < 2**63), None)
+        if big is None:
+            continue
+        fits = all(0 <= v < 2**64 for v in df[name] if isinstance(v, int))
+        hint = (f"df[{name!r}] = df[{name!r}].astype('UInt64') first: every value fits uint64" if fits else
+                "ints past 64 bits have no Arrow integer type: keep them as text (astype(str)) or as "
+                "decimals (decimal.Decimal values, or pd.ArrowDtype(pa.decimal128(38, 0)))")
+        return UnsupportedTypeError(f"cannot convert the DataFrame to Arrow: object column {name!r} holds the int "
+                                    f"{big}, past int64", hint)
+    return err
 
 
 def _mark_arrow_dtypes(df: pandas.DataFrame, table: pa.Table) -> pa.Table:

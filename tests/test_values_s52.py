@@ -54,3 +54,17 @@ def test_min_and_max_of_fixed_size_binary_as_sort_orders_it():
     out = ds.groupby("k").aggregate(bridge.Min("v"), bridge.Max("v")).to_arrow()
     assert out.schema.field("min(v)").type == pa.binary(2)
     assert out.to_pydict() == {"k": [1, 2], "min(v)": [b"\x00\x00", None], "max(v)": [b"\xff\x00", None]}
+
+
+def test_from_pandas_of_an_object_column_with_an_int_past_int64_names_it():
+    """pyarrow's bare "OverflowError: Python int too large to convert to C long" named no column."""
+    import pandas as pd
+
+    fits = pd.DataFrame({"a": pd.Series([2**63, None, 1], dtype=object), "b": [1, 2, 3]})
+    with pytest.raises(bridge.UnsupportedTypeError, match=r"(?s)object column 'a' holds the int 9223372036854775808, "
+                                                          r"past int64.*astype\('UInt64'\)"):
+        bridge.from_pandas(fits)
+    with pytest.raises(bridge.UnsupportedTypeError, match=r"(?s)holds the int -9223372036854775809.*as text"):
+        bridge.from_pandas(pd.DataFrame({"a": pd.Series([-2**63 - 1, 1], dtype=object)}))
+    fits["a"] = fits["a"].astype("UInt64")  # the hint's way
+    assert bridge.from_pandas(fits).to_arrow().column("a").to_pylist() == [2**63, None, 1]
