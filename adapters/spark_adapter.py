@@ -224,13 +224,17 @@ def _wrap_spark_failure(err: Exception, what: str, by_partition: bool = False) -
     return BridgeError(msg, hint)
 
 
+def _stopped(session: Any) -> bool:
+    """Whether ``session``'s SparkContext was stopped (``False`` for one we cannot inspect: its job says)."""
+    try:
+        return session.sparkContext._jsc is None
+    except Exception:  # noqa: BLE001 - a session we cannot inspect: let the job say what is wrong
+        return False
+
+
 def _check_session_running(df: Any, what: str) -> None:
     """A frame of a stopped session fails in Py4J with a message that points nowhere near the cause."""
-    try:
-        stopped = df.sparkSession.sparkContext._jsc is None
-    except Exception:  # noqa: BLE001 - a session we cannot inspect: let the job say what is wrong
-        return
-    if stopped:
+    if _stopped(df.sparkSession):
         msg = f"{what}: the SparkSession of this DataFrame was stopped (spark.stop() or bridge.stop_spark())"
         raise BridgeError(msg, "create a new SparkSession (or bridge.init_spark) and build the DataFrame "
                           "again from it; a Dataset made before the stop stays valid")
@@ -249,11 +253,7 @@ def _check_target_session(spark: Any) -> None:
         hint = ("pass the SparkSession: ds.to_spark(spark); from a SparkContext sc, "
                 "SparkSession.builder.getOrCreate() gives its session")
         raise BridgeTypeError(f"to_spark: spark must be a SparkSession; got {got}", hint)
-    try:
-        stopped = spark.sparkContext._jsc is None
-    except Exception:  # noqa: BLE001 - a session we cannot inspect: let the job say what is wrong
-        return
-    if stopped:
+    if _stopped(spark):
         msg = "to_spark: the SparkSession was stopped (spark.stop() or bridge.stop_spark())"
         raise BridgeError(msg, "create a new SparkSession (SparkSession.builder.getOrCreate() or bridge.init_spark) "
                                "and pass it: ds.to_spark(spark); the Dataset stays valid")
