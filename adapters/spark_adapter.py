@@ -535,7 +535,8 @@ def _spark_ready_refs(pairs: list[tuple[Any, Any]], target: pa.Schema) -> list[A
     import ray
 
     out = []
-    check_keys = spark_types.has_maps(target)  # a map's keys are checked in every block (no schema says)
+    # A map's keys, and the nulls of a field declared not null, are checked in every block (no schema says).
+    check_keys = spark_types.has_maps(target) or spark_types.has_not_null(target)
     for ref, meta in pairs:
         if meta.schema is not None and meta.schema.equals(target) and not check_keys:
             out.append(ref)

@@ -427,8 +427,10 @@ def arrow_to_spark_schema(schema: pa.Schema, *, session_tz: str | None = None,
         if tensor_type is not None and conversions is not None:
             rule = "fixed-shape tensors -> nested arrays of the element type (the shape is not kept in the type)"
             conversions.append(Conversion(field.name, str(tensor_type), spark_type.simpleString(), rule))
-        spark_fields.append(T.StructField(field.name, spark_type, True))
-        arrow_fields.append(pa.field(field.name, spark_to_arrow_type(spark_type, "UTC"), True))
+        # Nullability as the Arrow fields declare it (from_spark's fields carry Spark's): a not-null column is
+        # checked for nulls in every block (prepare_block): Spark fails on one at the first action, unnamed.
+        spark_fields.append(T.StructField(field.name, spark_type, field.nullable))
+        arrow_fields.append(pa.field(field.name, spark_to_arrow_type(spark_type, "UTC"), field.nullable))
     return T.StructType(spark_fields), pa.schema(arrow_fields), vectors
 
 
@@ -487,16 +489,17 @@ def _spark_type(t: pa.DataType, column: str, conversions: list[Conversion] | Non
         # Spark refuses a negative scale (parsing the type fails in the JVM): the same values at scale 0.
         return T.DecimalType(t.precision - min(t.scale, 0), max(t.scale, 0))
     if pt.is_list(t) or pt.is_large_list(t) or pt.is_fixed_size_list(t):
-        return T.ArrayType(inner(t.value_type, f"{column}[]"), True)
+        return T.ArrayType(inner(t.value_type, f"{column}[]"), t.value_field.nullable)
     if pt.is_map(t):
-        return T.MapType(inner(t.key_type, f"{column}.key"), inner(t.item_type, f"{column}.value"), True)
+        return T.MapType(inner(t.key_type, f"{column}.key"), inner(t.item_type, f"{column}.value"),
+                         t.item_field.nullable)
     if pt.is_struct(t):
         _check_unique_fields([t.field(i).name for i in range(t.num_fields)], column, "to_spark",
                              "Spark's Arrow reader cannot take it (its first action would fail)",
                              "rename the fields first, e.g. in map_batches: pa.StructArray.from_arrays(arr.flatten(), "
                              "names=[...])")
         return T.StructType([T.StructField(t.field(i).name, inner(t.field(i).type, f"{column}.{t.field(i).name}"),
-                                           True) for i in range(t.num_fields)])
+                                           t.field(i).nullable) for i in range(t.num_fields)])
     msg = f"to_spark: column {column!r} has Arrow type {t}, which has no Spark type"
     hint = "cast it to a supported type first, e.g. ds.map_batches(..., batch_format='pyarrow') with table.cast"
     raise UnsupportedTypeError(msg, hint)
@@ -511,6 +514,7 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
     """
     if block.schema.equals(target):
         check_unique_map_keys(block)
+        check_not_null(block)
         return block
     if block.column_names != target.names:
         if sorted(block.column_names) != sorted(target.names):
@@ -543,6 +547,7 @@ def prepare_block(block: pa.Table, target: pa.Schema) -> pa.Table:
                 raise UnsupportedTypeError(msg, "cast the column to a Spark-compatible type first") from err
         raise
     check_unique_map_keys(ready)
+    check_not_null(ready)
     return ready
 
 
@@ -573,6 +578,61 @@ def check_utf8(table: pa.Table) -> None:
                         "binary)) for an array, transform_values / transform_keys for a map, named_struct(...) for "
                         "a struct; or repair the text in Spark before the handoff")
             raise UnsupportedTypeError(msg, hint) from err
+
+
+def has_not_null(t: pa.Schema | pa.DataType) -> bool:
+    """Whether a schema or type declares a field not null anywhere (a map's keys aside: Arrow's always are)."""
+    if isinstance(t, pa.Schema):
+        return any(_declares_not_null(f) for f in t)
+    if isinstance(t, pa.ExtensionType):
+        return has_not_null(t.storage_type)
+    if pa.types.is_map(t):
+        return _declares_not_null(t.item_field)
+    return any(_declares_not_null(t.field(i)) for i in range(t.num_fields))
+
+
+def _declares_not_null(field: pa.Field) -> bool:
+    return not field.nullable or has_not_null(field.type)
+
+
+def check_not_null(table: pa.Table) -> None:
+    """Raise :class:`UnsupportedTypeError` where a field declared not null (at any depth) holds a null.
+
+    Arrow does not enforce the flag (a table may be built with it and nulls); Spark takes it and fails at
+    the frame's first action with a bare ``IllegalStateException``, so ``to_spark`` refuses the block.
+    """
+    if not has_not_null(table.schema):
+        return
+    for field, col in zip(table.schema, table.columns):
+        if _declares_not_null(field):
+            for chunk in col.chunks:
+                _check_nulls(chunk, field, field.name)
+
+
+def _check_nulls(arr: pa.Array, field: pa.Field, path: str) -> None:
+    if not field.nullable and arr.null_count:
+        msg = (f"to_spark: column {path!r} is declared not null (its Arrow field) but holds {arr.null_count} "
+               f"null(s); Spark takes the flag and fails at the first action (\"Value at index is null\")")
+        hint = ("declare the field nullable, e.g. ds.map_batches(lambda t: t.cast(schema_with_it_nullable), "
+                "batch_format='pyarrow'), or fill the nulls first")
+        raise UnsupportedTypeError(msg, hint)
+    t = field.type
+    if isinstance(t, pa.ExtensionType):
+        return
+    if pa.types.is_map(t):
+        if _declares_not_null(t.item_field):
+            # The map as a list of its entries (a view that declared the values not null would refuse nulls).
+            entries = arr.view(pa.list_(pa.struct([t.key_field, t.item_field.with_nullable(True)])))
+            _check_nulls(entries.flatten().field(1), t.item_field, f"{path}.value")
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        if _declares_not_null(t.value_field):
+            _check_nulls(arr.flatten(), t.value_field, f"{path}[]")
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            child_field = t.field(i)
+            if _declares_not_null(child_field):  # a null struct's children are no values: not checked
+                child = arr.field(i) if not arr.null_count else arr.field(i).filter(arr.is_valid())
+                _check_nulls(child, child_field, f"{path}.{child_field.name}")
 
 
 def has_maps(t: pa.Schema | pa.DataType) -> bool:
