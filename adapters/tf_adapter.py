@@ -3,7 +3,7 @@
 dtype rules (Arrow column -> ``output_signature``), applied after the shared rules
 of ``adapters/training_columns.py`` (timestamps -> int64 with the unit
 stated, nulls -> error naming the column unless ``fill_nulls``, dictionaries
-decoded, decimals -> error with the cast to use):
+decoded as run-end encoded ones are, decimals -> error with the cast to use):
 
 ===============================  ======================================================
 Arrow                            ``tf`` spec (batch dimension ``None``)
@@ -11,8 +11,8 @@ Arrow                            ``tf`` spec (batch dimension ``None``)
 int8..int64, uint8..uint64       ``TensorSpec([None], same dtype)``
 float16/32/64, bool              ``TensorSpec([None], same dtype)``
 timestamp / date / duration      ``TensorSpec([None], tf.int64)``
-fixed-shape tensor ``shape``     ``TensorSpec([None, *shape], value dtype)``
-string / large_string / binary   ``TensorSpec([None], tf.string)``
+fixed-shape tensor               ``TensorSpec([None, *shape], value dtype)`` (its rows' shape)
+string / binary (any kind)       ``TensorSpec([None], tf.string)``
 list<number> (any list kind)     ``RaggedTensorSpec([None, None], value dtype, ragged_rank=1)``
 anything else                    ``UnsupportedTypeError`` naming the column
 ===============================  ======================================================
@@ -21,7 +21,8 @@ anything else                    ``UnsupportedTypeError`` naming the column
 names a dict of tensors; ``label_columns=None`` yields features only.
 
 Nulls are checked before ``to_tf`` returns, in one pass over the columns that
-``fill_nulls`` does not cover (cheap on a materialized Dataset): an error raised
+``fill_nulls`` does not cover and the list columns, whose elements it never fills
+(cheap on a materialized Dataset), and each fill value against its column: an error raised
 inside tf.data's generator reaches the caller as ``tf.errors.InvalidArgumentError``,
 so the :class:`UnsupportedTypeError` that ``iter_torch_batches`` raises must come
 first here to be the same error.
@@ -63,15 +64,16 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
     from bridge import tensor
     from bridge.errors import UnsupportedTypeError
 
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if tensor.is_fixed_tensor(t):
-        return tf.TensorSpec([None, *t.shape], tf.as_dtype(t.value_type.to_pandas_dtype()), name=name)
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        t = t.value_type  # (decoded by training_column)
+    if tensor.is_fixed_tensor(t):  # (a permuted tensor's rows read in the logical shape, not t.shape)
+        return tf.TensorSpec([None, *tensor.logical_shape(t)], tf.as_dtype(t.value_type.to_pandas_dtype()), name=name)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return tf.TensorSpec([None], tf.as_dtype(t.to_pandas_dtype()), name=name)
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t):
         return tf.TensorSpec([None], tf.int64, name=name)
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+            or pa.types.is_fixed_size_binary(t):
         return tf.TensorSpec([None], tf.string, name=name)
     if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
             pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
@@ -79,7 +81,16 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
         return tf.RaggedTensorSpec([None, None], tf.as_dtype(t.value_type.to_pandas_dtype()), ragged_rank=1,
                                    row_splits_dtype=tf.int64)
     msg = f"{where}: column {name!r} has type {t}, which has no tf.data equivalent"
-    raise UnsupportedTypeError(msg, "cast it to a number, string or list of numbers first, or leave it out")
+    if pa.types.is_decimal(t):
+        hint = (f"cast it to float64: ds.map_batches(lambda t: t.set_column(t.schema.get_field_index({name!r}), "
+                f"{name!r}, t[{name!r}].cast('float64')), batch_format='pyarrow')")
+    elif tensor.is_variable_tensor(t):
+        hint = ("its rows differ in shape, which a tf tensor of this exporter cannot hold: pad them to one shape "
+                "in map_batches, or read them with iter_torch_batches (a list of tensors)")
+    else:
+        hint = (f"cast it to a number, string or list of numbers first (ds.map_batches(..., batch_format='pyarrow')), "
+                f"or leave it out (ds.drop_columns([{name!r}]))")
+    raise UnsupportedTypeError(msg, hint)
 
 
 def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any, where: str = "to_tf") -> Any:
@@ -124,38 +135,76 @@ def _fitted(values: np.ndarray, want: Any, name: str, where: str = "to_tf") -> n
 
 
 def _null_counts(table: pa.Table) -> dict[str, Any]:
-    """One row per block: each column's null count (runs in the read tasks, only these columns)."""
-    return {n: np.array([table.column(n).null_count], dtype=np.int64) for n in table.column_names}
+    """One row per block: each column's nulls (a dictionary's null values too) and, for a list column, its
+    elements' nulls (runs in the read tasks, only these columns; ``n<i>`` / ``e<i>`` for the i-th column)."""
+    out = {}
+    for i, col in enumerate(table.columns):
+        t = col.type
+        if pa.types.is_dictionary(t) and any(c.dictionary.null_count for c in col.chunks):
+            col = col.cast(t.value_type)
+        inner = 0
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            inner = sum(c.flatten().null_count for c in col.chunks)
+        out[f"n{i}"] = np.array([col.null_count], dtype=np.int64)
+        out[f"e{i}"] = np.array([inner], dtype=np.int64)
+    return out
 
 
-def _unfilled(names: list[str], schema: pa.Schema, fill_nulls: Any) -> list[str]:
-    """The columns whose nulls would raise: ``fill_nulls`` gives them no value (tensor rows never have one)."""
-    from bridge import tensor
+def _fill_error(name: str, t: pa.DataType, fill_nulls: Any) -> Exception | None:
+    """The error filling a null of column ``name`` (type ``t``) with its ``fill_nulls`` value raises, if any."""
+    from bridge.errors import UnsupportedTypeError
 
-    def fill(name: str) -> Any:
-        return fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
+    from .training_columns import fill_column
 
-    return [n for n in names if fill(n) is None or tensor.is_fixed_tensor(schema.field(n).type)]
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        t = t.value_type  # (decoded before the fill)
+    try:
+        fill_column(pa.chunked_array([pa.nulls(1, t)]), name, fill_nulls, "tf")
+    except UnsupportedTypeError as err:
+        return err
+    return None
 
 
 def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any) -> None:
-    """Raise the ``UnsupportedTypeError`` that ``iter_torch_batches`` raises, before tf.data would rewrap it."""
+    """Raise the ``UnsupportedTypeError`` that ``iter_torch_batches`` raises, before tf.data would rewrap it:
+    nulls that ``fill_nulls`` does not fill (tensor rows and a list's elements never are), and a fill value the
+    column cannot hold (at once where ``fill_nulls`` names the column, else where the column holds a null)."""
+    from bridge import tensor
     from bridge.errors import UnsupportedTypeError
 
-    from .training_columns import null_hint
+    from .training_columns import check_dtype_columns, list_nulls_hint, null_hint
 
-    columns = _unfilled(names, schema, fill_nulls)
-    if not columns:
+    check_dtype_columns(fill_nulls, names, "to_tf", "fill_nulls")
+    read: dict[str, Exception | None] = {}  # column -> what its nulls raise (None: the nulls error)
+    for name in names:
+        t = schema.field(name).type
+        fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
+        is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        error = _fill_error(name, t, fill_nulls) if fills is not None and not tensor.is_fixed_tensor(t) else None
+        if error is not None and isinstance(fill_nulls, dict):
+            raise error
+        if fills is None or error is not None or tensor.is_fixed_tensor(t) or is_list:
+            read[name] = error
+    if not read:
         return
+    columns = list(read)
     counts = ds.select_columns(columns).map_batches(_null_counts, batch_format="pyarrow", batch_size=None).to_arrow()
     if counts.num_rows == 0:
         return
-    for name in columns:
-        nulls = sum(counts.column(name).to_pylist())
-        if nulls:
-            t = schema.field(name).type
+    for i, name in enumerate(columns):
+        t = schema.field(name).type
+        nulls = sum(counts.column(f"n{i}").to_pylist())
+        error = read[name]
+        if nulls and error is not None:
+            raise error
+        fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
+        if nulls and (fills is None or tensor.is_fixed_tensor(t)):
             msg = f"tf: column {name!r} ({t}) has {nulls} null(s); tf tensors cannot hold nulls"
             raise UnsupportedTypeError(msg, null_hint(name, t, "tf"))
+        inner = sum(counts.column(f"e{i}").to_pylist())
+        if inner:
+            msg = f"tf: list column {name!r} ({t}) holds {inner} null element(s); tf tensors cannot hold nulls"
+            raise UnsupportedTypeError(msg, list_nulls_hint(name))
 
 
 def _pack(values: dict[str, Any], names: list[str], single: bool) -> Any:
@@ -239,7 +288,7 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
     cast that would change a value (300 in int8, 2.5 or NaN to an integer dtype; 2**53 + 1 in
     float64, 1e6 in float16), is refused.
     """
-    from .training_columns import check_dtype_columns, check_float_cast, check_integer_cast, refuse_text_cast
+    from .training_columns import check_dtype_columns, refuse_text_cast
 
     tf = _tf()
     where = "iter_tf_batches"
@@ -247,6 +296,7 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
 
     def fmt(block: pa.Table) -> dict[str, Any]:
         check_dtype_columns(dtypes, block.column_names, where)
+        check_dtype_columns(fill_nulls, block.column_names, where, "fill_nulls")
         out = {}
         for name in block.column_names:
             spec = spec_for(tf, name, block.schema.field(name).type, where)
@@ -255,20 +305,48 @@ def make_tf_formatter(*, dtypes: Any = None, fill_nulls: Any = None) -> Any:
             want = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
             if want is not None and tensor.dtype == tf.string and want != tf.string:
                 refuse_text_cast(name, f"tf.{want.name}", where, every_column=not isinstance(dtypes, dict))
-            if want is not None and (want.is_integer or want.is_floating):
-                # tf.cast wraps (300 -> 44 in int8), cuts 1.5 to 1, rounds 2**53 + 1 to 2**53 in float64
-                # and makes 1e6 inf in float16: refused, naming the value.
+            if want == tf.string and tensor.dtype != tf.string:
+                _refuse_number_to_text(name, tensor.dtype, where)
+            if want is not None:
                 flat = value.flat_values.numpy() if isinstance(value, tf.RaggedTensor) else value
-                if isinstance(flat, np.ndarray) and want.is_integer:
-                    check_integer_cast(flat, int(want.min), int(want.max), name=name, target=f"tf.{want.name}",
-                                       where=where, module="tf")
-                elif isinstance(flat, np.ndarray):
-                    check_float_cast(flat, _tf_cast_to(tf, want), float(want.max), name=name,
-                                     target=f"tf.{want.name}", where=where, module="tf")
+                if isinstance(flat, np.ndarray):
+                    _check_tf_cast(tf, flat, want, name, where)
             out[name] = tf.cast(tensor, want) if want is not None else tensor
         return out
 
     return fmt
+
+
+#: The integer type whose values each quantized tf dtype holds (``tf.qint8.min`` raises).
+_QUANTIZED: dict[str, type[np.integer]] = {"qint8": np.int8, "quint8": np.uint8, "qint16": np.int16,
+                                            "quint16": np.uint16, "qint32": np.int32}
+
+
+def _check_tf_cast(tf: Any, values: np.ndarray, want: Any, name: str, where: str) -> None:
+    """tf.cast wraps (300 -> 44 in int8), cuts 1.5 to 1, rounds 2**53 + 1 to 2**53 in float64, makes 1e6 inf
+    in float16 (and in complex64's parts 1e300) and 2 ``True``: refused, naming the value."""
+    from .training_columns import check_bool_cast, check_float_cast, check_integer_cast
+
+    target = f"tf.{want.name}"
+    if want.is_quantized or want.is_integer:
+        info = np.iinfo(_QUANTIZED[want.name]) if want.is_quantized else want
+        check_integer_cast(values, int(info.min), int(info.max), name=name, target=target, where=where, module="tf")
+    elif want.is_bool:
+        check_bool_cast(values, name=name, target=target, where=where, module="tf")
+    elif want.is_floating or want.is_complex:
+        real = want.real_dtype  # (a complex dtype holds its parts' float type: judged as that)
+        check_float_cast(values, _tf_cast_to(tf, real), float(real.max), name=name, target=target, where=where,
+                         module="tf", as_float=real.name)
+
+
+def _refuse_number_to_text(name: str, got: Any, where: str) -> None:
+    """``dtypes=tf.string`` on a column of numbers: tf's Cast kernel fails naming no column."""
+    from bridge.errors import BridgeValueError
+
+    msg = f"{where}: dtypes asks for column {name!r} as tf.string, but it holds {got.name} numbers, which tf does not cast"
+    raise BridgeValueError(msg, f"format them as text first, e.g. ds.map_batches(lambda t: t.set_column(t.schema."
+                                f"get_field_index({name!r}), {name!r}, t[{name!r}].cast('string')), "
+                                f"batch_format='pyarrow'), or leave {name!r} out of dtypes")
 
 
 def _tf_cast_to(tf: Any, want: Any) -> Any:
@@ -288,9 +366,11 @@ def _tf_dtypes(tf: Any, dtypes: Any, where: str) -> Any:
         return None
     try:
         if not isinstance(dtypes, dict):
-            return tf.as_dtype(dtypes)
+            return _castable(tf, tf.as_dtype(dtypes), where)
         if all(isinstance(k, str) for k in dtypes):
-            return {k: tf.as_dtype(v) for k, v in dtypes.items()}
+            return {k: _castable(tf, tf.as_dtype(v), where) for k, v in dtypes.items()}
+    except BridgeTypeError:
+        raise
     except TypeError:
         pass
     if isinstance(dtypes, dict):
@@ -300,6 +380,18 @@ def _tf_dtypes(tf: Any, dtypes: Any, where: str) -> Any:
         got = f"{dtypes!r} ({type(dtypes).__name__})"
     raise BridgeTypeError(f"{where}: dtypes must be a tf.DType or a dict of column name -> tf.DType; got {got}",
                           "pass e.g. dtypes=tf.float32 or dtypes={'x': tf.float32, 'y': tf.int64}")
+
+
+def _castable(tf: Any, dtype: Any, where: str) -> Any:
+    """``dtype`` where a column may be cast to it (numbers, bool, complex, quantized, string), else a clear
+    error now (``tf.resource``, ``tf.variant``: tf's Cast kernel fails in the iterator)."""
+    from bridge.errors import BridgeTypeError
+
+    if dtype.is_integer or dtype.is_floating or dtype.is_bool or dtype.is_complex or dtype.is_quantized \
+            or dtype == tf.string:
+        return dtype
+    raise BridgeTypeError(f"{where}: dtypes asks for tf.{dtype.name}, which no column is cast to",
+                          "pass a number, bool or string dtype, e.g. dtypes=tf.float32")
 
 
 def _is_tf_dtype(tf: Any, value: Any) -> bool:
@@ -316,6 +408,13 @@ def _columns_and_specs(tf: Any, schema: pa.Schema | None, feature_columns: Any, 
     from bridge.errors import DatasetEmptyError, SchemaMismatchError
 
     features, labels = _names(feature_columns), _names(label_columns)
+    for kind, names in (("feature_columns", features), ("label_columns", labels)):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            from bridge.errors import BridgeValueError
+
+            msg = f"to_tf: {kind} names {twice} more than once (a dict of tensors holds each column once)"
+            raise BridgeValueError(msg, f"name each column once, e.g. {kind}={list(dict.fromkeys(names))}")
     if schema is None:
         raise DatasetEmptyError(f"to_tf: the {what} has no rows and no schema", "check the source; it is empty")
     missing = [c for c in features + labels if c not in schema.names]

@@ -135,25 +135,31 @@ def _int_range(torch: Any, dtype: Any) -> tuple[int, int] | None:
 
 def _check_cast(torch: Any, name: str, arr: np.ndarray, dtype: Any, error: Any = None) -> None:
     """``dtypes`` casting ``arr`` must keep every value: to an integer dtype (torch wraps: 2**40 -> 0 in int32,
-    and cuts 1.5 to 1) and to a float dtype (2**53 + 1 -> 2**53 in float64, 1e6 -> inf in float16); checked
-    only where the dtype does not hold every value of ``arr``'s type."""
+    and cuts 1.5 to 1), to a float or complex dtype (2**53 + 1 -> 2**53 in float64, 1e6 -> inf in float16)
+    and to bool (2 -> True); checked only where the dtype does not hold every value of ``arr``'s type."""
     from bridge.errors import BridgeValueError
 
-    from .training_columns import check_float_cast, check_integer_cast
+    from .training_columns import check_bool_cast, check_float_cast, check_integer_cast
 
+    error = error or BridgeValueError
     bounds = _int_range(torch, dtype)
     if bounds is not None:
-        check_integer_cast(arr, *bounds, name=name, target=str(dtype), where="torch", module="torch",
-                           error=error or BridgeValueError)
-    elif dtype.is_floating_point:
+        check_integer_cast(arr, *bounds, name=name, target=str(dtype), where="torch", module="torch", error=error)
+    elif dtype == torch.bool:
+        check_bool_cast(arr, name=name, target=str(dtype), where="torch", module="torch", error=error)
+    elif dtype.is_floating_point or dtype.is_complex:
+        # A complex dtype holds its parts' float type: judged as that.
+        real = {torch.complex32: torch.float16, torch.complex64: torch.float32,
+                torch.complex128: torch.float64}.get(dtype, dtype)
+
         def convert(values: np.ndarray) -> np.ndarray:
             # Unsigned ints through float64 (torch takes no uint64 array): that rounds no integer to one the
             # target holds exactly, so a value the target cannot hold is still found.
             wide = values.astype(np.float64) if values.dtype.kind in "uf" else values
-            return torch.from_numpy(np.ascontiguousarray(wide)).to(dtype).to(torch.float64).numpy()
+            return torch.from_numpy(np.ascontiguousarray(wide)).to(real).to(torch.float64).numpy()
 
-        check_float_cast(arr, convert, float(torch.finfo(dtype).max), name=name, target=str(dtype), where="torch",
-                         module="torch", error=error or BridgeValueError)
+        check_float_cast(arr, convert, float(torch.finfo(real).max), name=name, target=str(dtype), where="torch",
+                         module="torch", error=error, as_float=str(real).rsplit(".", 1)[-1])
 
 
 def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarray:
@@ -163,8 +169,9 @@ def _uint64_for(name: str, arr: np.ndarray, dtype: Any, torch: Any) -> np.ndarra
 
     if dtype is None:
         msg = f"torch: column {name!r} is uint64, which torch cannot hold without risking overflow"
-        hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit) or {{{name!r}: torch.float64}}, or "
-                "cast the column to int64 or float64 before exporting")
+        hint = (f"pass dtypes={{{name!r}: torch.int64}} (values must fit), {{{name!r}: torch.float64}} (exact up "
+                f"to 2**53) or {{{name!r}: torch.uint64}} (every value; few torch operations take it), or cast the "
+                "column to int64 or float64 before exporting")
         raise UnsupportedTypeError(msg, hint)
     if getattr(dtype, "is_floating_point", False):
         _check_cast(torch, name, arr, dtype, UnsupportedTypeError)
@@ -205,6 +212,7 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
 
     torch = _torch()
     check_dtype_columns(dtypes, block.column_names, "torch")
+    check_dtype_columns(fill_nulls, block.column_names, "torch", "fill_nulls")
     nulls: dict[str, list[int]] = {}
     columns = list(block.columns)
     if null_rows:

@@ -59,7 +59,9 @@ class TrainingColumn:
     row_lengths: np.ndarray | None = None
 
 
-def _fill(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> pa.ChunkedArray:
+def fill_column(col: pa.ChunkedArray, name: str, fill_nulls: Any, framework: str) -> pa.ChunkedArray:
+    """``col`` with its nulls filled by its ``fill_nulls`` value; an error naming the column where there is none
+    or the column cannot hold it (2.9 in int64, 300 in int8)."""
     if not col.null_count:
         return col
     value = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
@@ -99,6 +101,13 @@ def _fill_example(t: pa.DataType) -> str | None:
             return f"[{'False' if pa.types.is_boolean(inner) else '0'}] * {t.list_size}"
         return "[]"
     return None
+
+
+def list_nulls_hint(name: str) -> str:
+    """The hint of a null inside a list column's rows (``fill_nulls`` fills null rows, not elements)."""
+    return (f"fill them inside the lists first, e.g. ds.map_batches(lambda t: t.set_column(t.schema.get_field_index("
+            f"{name!r}), {name!r}, pa.array([None if r is None else [0 if v is None else v for v in r] for r in "
+            f"t[{name!r}].to_pylist()], t[{name!r}].type)), batch_format='pyarrow'), or drop those rows")
 
 
 def null_hint(name: str, t: pa.DataType, framework: str) -> str:
@@ -147,7 +156,10 @@ def check_integer_cast(values: np.ndarray, lo: int, hi: int, *, name: str, targe
     if low < lo or high > hi:
         bad, edge = (low, f"below {short}'s smallest value ({lo})") if low < lo else \
             (high, f"above {short}'s largest value ({hi})")
-        wide = "int64" if kind in "iu" and bad <= np.iinfo(np.int64).max and short != "int64" else "float64"
+        if kind == "u" and bad > np.iinfo(np.int64).max:
+            wide = "uint64"  # (float64 would round it, and the cast to it is refused too)
+        else:
+            wide = "int64" if kind in "iu" and bad <= np.iinfo(np.int64).max and short != "int64" else "float64"
         msg = f"{where}: column {name!r} ({src}) holds {bad!r}, {edge}; dtypes={target} would wrap it"
         raise error(msg, f"pass a wider dtype for {name!r}, e.g. dtypes={{{name!r}: {module}.{wide}}}, "
                          f"or leave {name!r} out of dtypes")
@@ -160,6 +172,23 @@ def check_integer_cast(values: np.ndarray, lo: int, hi: int, *, name: str, targe
                    f"cut it to {int(bad)}")
             raise error(msg, f"keep a float dtype for {name!r} ({module}.{src}), or round the column first "
                              f"(ds.map_batches)")
+
+
+def check_bool_cast(values: np.ndarray, *, name: str, target: str, where: str, module: str,
+                    error: type[BridgeError] = BridgeValueError) -> None:
+    """Raise ``error`` where ``dtypes`` casting numbers to the bool type ``target`` would change a value: a
+    number other than 0 and 1 (2 and -7 became ``True``, 0.5 too; NaN as well)."""
+    if values.dtype.kind not in "iuf" or values.size == 0:
+        return
+    flat = values.reshape(-1)
+    bad = (flat != 0) & (flat != 1)  # (NaN too)
+    if bad.any():
+        value = flat[int(np.flatnonzero(bad)[0])].item()
+        msg = (f"{where}: column {name!r} ({values.dtype.name}) holds {value!r}, which is neither 0 nor 1; "
+               f"dtypes={target} would make it {bool(value)}")
+        raise error(msg, f"make the column bool first where a test is meant, e.g. ds.map_batches(lambda t: "
+                         f"t.set_column(t.schema.get_field_index({name!r}), {name!r}, pc.not_equal(t[{name!r}], 0)), "
+                         f"batch_format='pyarrow'), or keep {module}.{values.dtype.name}")
 
 
 #: Mantissa bits of the float dtypes ``dtypes`` may name: every integer up to 2**(bits + 1) is exact in them.
@@ -177,7 +206,8 @@ FLOATS_WITHOUT_SIGN = frozenset({"float8_e8m0fnu"})
 
 
 def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndarray], largest: float, *, name: str,
-                     target: str, where: str, module: str, error: type[BridgeError] = BridgeValueError) -> None:
+                     target: str, where: str, module: str, error: type[BridgeError] = BridgeValueError,
+                     as_float: str | None = None) -> None:
     """Raise ``error`` where ``dtypes`` casting ``values`` to the float type ``target`` would change a value
     more than rounding a float to the nearest float of ``target`` does: an integer the type does not hold
     (2**53 + 1 in float64 became 2**53, 16777217 in float32 16777216, 17 in float8_e4m3fn 16: another
@@ -187,10 +217,11 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
 
     ``convert``: the framework's cast of an array, given back as float64 values.  Free where
     the values' own type fits the target (a widening cast); else one min and one max, and the cast of the
-    values past the exact range only.  ``module``: ``torch`` / ``tf``, for the hint.
+    values past the exact range only.  ``module``: ``torch`` / ``tf``, for the hint.  ``as_float``: the
+    float type that judges a complex ``target`` (its parts' type: ``float32`` for ``complex64``).
     """
     kind = values.dtype.kind
-    short = target.rsplit(".", 1)[-1]
+    short = as_float or target.rsplit(".", 1)[-1]
     if kind not in "iuf" or values.size == 0 or short not in FLOAT_MANTISSA_BITS:
         return
     src = values.dtype.name
@@ -220,8 +251,9 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
             wider = f"pass {module}.float64 (exact for every integer up to 2**53), " if short != "float64" else ""
             msg = (f"{where}: column {name!r} ({src}) holds {value}, which {short} cannot hold exactly; "
                    f"dtypes={target} would make it {shown}")
-            raise error(msg, f"keep an integer dtype for {name!r} ({module}.{src if kind == 'i' else 'int64'}), "
-                             f"{wider}or leave {name!r} out of dtypes")
+            keep = src if kind == "i" or value > np.iinfo(np.int64).max else "int64"
+            raise error(msg, f"keep an integer dtype for {name!r} ({module}.{keep}), {wider}or leave {name!r} "
+                             f"out of dtypes")
         return
     keeps_inf = short not in FLOATS_WITHOUT_INF
     if keeps_inf and float(np.finfo(values.dtype).max) <= largest:  # (a float: no cast of largest to float16)
@@ -382,12 +414,13 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
     elif pa.types.is_run_end_encoded(t):
         col = pc.run_end_decode(col)
         t = col.type
-    col = _fill(col, name, fill_nulls, framework)
+    col = fill_column(col, name, fill_nulls, framework)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return TrainingColumn(name, "dense", column_to_numpy(col))
     if _is_time_like(t):
         return TrainingColumn(name, "dense", _time_like_to_int64(col, name, framework))
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+            or pa.types.is_fixed_size_binary(t):
         return TrainingColumn(name, "strings", col.to_pylist())
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         inner = t.value_type
@@ -399,7 +432,7 @@ def training_column(block: pa.Table, name: str, *, fill_nulls: Any = None, frame
             values = pc.list_flatten(arr)
             if values.null_count:
                 msg = f"{framework}: list column {name!r} holds {values.null_count} null element(s)"
-                raise UnsupportedTypeError(msg, "fill them inside the lists first (map_batches)")
+                raise UnsupportedTypeError(msg, list_nulls_hint(name))
             return TrainingColumn(name, "ragged", column_to_numpy(values), row_lengths=lengths)
     msg = f"{framework}: column {name!r} has type {t}, which has no tensor equivalent"
     hint = "cast it first, e.g. ds.map_batches(lambda t: t.set_column(...), batch_format='pyarrow'), or drop it"
@@ -421,11 +454,12 @@ def refuse_text_cast(name: str, want: Any, where: str, *, every_column: bool) ->
     raise BridgeValueError(msg, hint)
 
 
-def check_dtype_columns(dtypes: Any, names: list[str], where: str) -> None:
-    """A ``dtypes`` key naming no column (torch's or tf's) would be ignored: the cast asked for would never happen."""
+def check_dtype_columns(dtypes: Any, names: list[str], where: str, what: str = "dtypes") -> None:
+    """A ``dtypes`` (or ``fill_nulls``: ``what``) key naming no column (torch's or tf's) would be ignored: the cast
+    or fill asked for would never happen."""
     if not isinstance(dtypes, dict):
         return
     unknown = [k for k in dtypes if k not in names]
     if unknown:
-        raise BridgeValueError(f"{where}: dtypes names {unknown} but the data has no such column (columns: {names})",
+        raise BridgeValueError(f"{where}: {what} names {unknown} but the data has no such column (columns: {names})",
                                "name the columns as ds.schema() does, or drop those keys")

@@ -106,6 +106,12 @@ def _order(t: pa.FixedShapeTensorType) -> list[int]:
     return list(t.permutation) if t.permutation is not None else list(range(len(t.shape)))
 
 
+def logical_shape(t: pa.FixedShapeTensorType) -> list[int]:
+    """A fixed-shape tensor type's row shape as its rows read (``t.shape`` is in memory order; see
+    :func:`_fixed_values`)."""
+    return [int(t.shape[int(a)]) for a in np.argsort(_order(t))]
+
+
 def _cells(t: pa.FixedShapeTensorType) -> int:
     """Values per row of a fixed-shape tensor type."""
     return int(np.prod(t.shape)) if len(t.shape) else 1
