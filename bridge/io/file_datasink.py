@@ -695,13 +695,19 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
         raise UnsupportedTypeError(msg, f"cast it to timestamp('{t.unit}') first (the same instants, in UTC: "
                                         f"pc.cast(t[{column!r}], pa.timestamp('{t.unit}')) in map_batches), "
                                         f"or use write_parquet, which keeps the zone")
-    arr = column_to_numpy(col)
+    arr = _fixed_lists_to_numpy(col)
+    if arr is None:
+        arr = column_to_numpy(col)
     if arr.dtype == object:
         value_type = t.value_type if pa.types.is_dictionary(t) else t
         if _is_binary(value_type) or pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \
                 or pa.types.is_string_view(value_type) or pa.types.is_decimal(value_type):
             why = "holds text, bytes or decimals, which a .npy file stores only as pickled Python objects"
             hint = "cast it to a number type first, or use write_parquet / write_json, which hold it as it is"
+        elif pa.types.is_time(value_type):
+            why = "holds times of day, which NumPy has no type for (a .npy file would pickle Python objects)"
+            hint = (f"write the count since midnight: pc.cast(t[{column!r}], pa.int{value_type.bit_width}()) in "
+                    f"map_batches (its unit: {value_type.unit}), or use write_parquet, which keeps the type")
         elif col.null_count:
             why = f"has {col.null_count} null row(s), which a dense .npy array cannot hold"
             hint = "fill them first (ds.map_batches with pc.fill_null), or use write_parquet, which keeps nulls"
@@ -714,6 +720,27 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
     stream.write(buf.getvalue())
 
 
+
+
+def _fixed_lists_to_numpy(col: pa.ChunkedArray) -> np.ndarray | None:
+    """A column of fixed-size lists of numbers (nested too), no null anywhere, as one ``(rows, *sizes)`` array;
+    ``None`` for any other column (each row of such a column has the one shape, which the rows' check of
+    :func:`_write_npy` took for rows of different shapes)."""
+    from bridge.batch import column_to_numpy
+
+    if not pa.types.is_fixed_size_list(col.type) or col.null_count:
+        return None
+    values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    shape = []
+    while pa.types.is_fixed_size_list(values.type):
+        if values.null_count:
+            return None
+        shape.append(values.type.list_size)
+        values = values.flatten()  # (the slice's own values)
+    if values.null_count or not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+                                 or pa.types.is_boolean(values.type)):
+        return None
+    return np.asarray(column_to_numpy(values)).reshape([len(col), *shape])
 
 
 def check_partition_cols(cols: list[str], schema: pa.Schema | None, fmt: str) -> None:

@@ -68,6 +68,12 @@ class FileFormat:
                                              "column_names=[...], skip_rows=1))")
                 if hive is not None:
                     table = hive.add(table, entry.path)
+                if include_paths and PATH_COLUMN in table.column_names:  # (two columns of one name: the
+                    # file's values were hidden behind the added one)
+                    msg = (f"{self.name} file {entry.path!r} already has a column named {PATH_COLUMN!r}, which "
+                           f"include_paths=True adds")
+                    raise FileReadError(msg, "rename that column in the files (or name the columns in the read "
+                                             "options), or read without include_paths")
                 yield with_path_column(table, entry.path) if include_paths else table
 
 

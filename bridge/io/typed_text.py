@@ -70,7 +70,10 @@ def json_parse_type(t: pa.DataType) -> pa.DataType:
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)):
         return pa.string()
     if pa.types.is_timestamp(t):
-        return pa.timestamp("us", t.tz) if t.unit in ("ms", "us") else t
+        # As text, then Arrow's cast (read_csv's parser): pyarrow.json applied a "+09:00" offset to a column
+        # without a zone and dropped it (a naive 00:00 became 15:00 the day before), and read a text without
+        # one into a zoned column as UTC; the cast refuses both, as read_csv does.
+        return pa.string()
     if pa.types.is_duration(t):
         return pa.int64()
     if pa.types.is_dictionary(t):
@@ -266,6 +269,10 @@ def convert(col: pa.Array, t: pa.DataType) -> pa.Array:
         return _time_from_text(col, t)
     if pa.types.is_duration(t):
         return pc.cast(pc.cast(col, pa.int64()), t)
+    if pa.types.is_timestamp(t) and pa.types.is_string(col.type):
+        # Through microseconds (nanoseconds for ns): the cast from text refuses more fraction digits than its
+        # unit, also zeros ("12:30:15.123000", as write_json writes a ms value); then a safe cast to the unit.
+        return pc.cast(pc.cast(col, pa.timestamp("ns" if t.unit == "ns" else "us", t.tz)), t, safe=True)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return pa.array([None if v is None else base64.b64decode(v, validate=True) for v in col.to_pylist()], t)
     if pa.types.is_map(t):
