@@ -32,6 +32,39 @@ def ray_session() -> str | None:
         return None
 
 
+def session_ended_error(what: str, session: str | None = None) -> Exception:
+    """The error for work whose Ray session ended under it (``ray.shutdown()`` while it was read)."""
+    from bridge.errors import BridgeError
+
+    which = f"the Ray session {session}" if session else "the Ray session it ran in"
+    now = "Ray is not running now" if not ray.is_initialized() else "Ray was started again since"
+    msg = f"{what}: {which} ended while it was read ({now}), and its tasks, actors and blocks with it"
+    return BridgeError(msg, "read to the end, or close the iterator (break out of the loop, it.close()), before "
+                            "ray.shutdown(); after ray.init(), build the Dataset again from its source")
+
+
+def _no_auto_init_in_our_threads() -> None:
+    """Ray starts a local cluster at the first Ray call of a process that has none (its auto-init), from
+    whichever thread makes it: after a ``ray.shutdown()``, a call from one of this library's threads (an
+    execution's loop, between its checks) started a Ray of its own behind the user's back, whose own
+    ``ray.init()`` then failed or raced it.  Those threads (named ``raybridge-*``) get Ray's "not started"
+    error instead, which they report as the session's end; any other thread auto-starts Ray as before."""
+    try:
+        from ray._private import auto_init_hook
+    except ImportError:  # another Ray layout: nothing to change
+        return
+    original = auto_init_hook.auto_init_ray
+    if getattr(original, "_raybridge", False):
+        return
+
+    def auto_init_ray() -> None:
+        if not threading.current_thread().name.startswith("raybridge-"):
+            original()
+
+    auto_init_ray._raybridge = True  # type: ignore[attr-defined]
+    auto_init_hook.auto_init_ray = auto_init_ray
+
+
 def ensure_ray() -> None:
     """Connect to Ray if nothing has yet.
 
@@ -41,6 +74,7 @@ def ensure_ray() -> None:
     ``RAY_free_objects_period_milliseconds``.  An initialised Ray is used as it is.  Either way
     blocks are then pickled by :func:`bridge._ray_arrow.reduce_table` in this process.
     """
+    _no_auto_init_in_our_threads()
     if ray.is_initialized():
         _ray_arrow.install()
         return

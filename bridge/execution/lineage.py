@@ -107,10 +107,20 @@ def get_blocks(refs: Sequence[ray.ObjectRef], where: str | None = None) -> list[
     from bridge.arrow_values import register_pandas_extension_types
 
     register_pandas_extension_types()
+    if not ray.is_initialized():  # (ray.get would start a Ray of its own, then fail: the blocks' owner is gone)
+        from bridge._ray import session_ended_error
+
+        raise session_ended_error(where or "reading the Dataset's blocks")
     try:
         return ray.get(list(refs)) if len(refs) != 1 else [ray.get(refs[0])]
     except ray.exceptions.ObjectLostError as err:
         raise block_lost_error(err, where) from err
+    except ValueError as err:  # Ray's "owner is unknown": blocks of a session that ended before this one
+        if "owner" not in str(err):
+            raise
+        from bridge._ray import session_ended_error
+
+        raise session_ended_error(where or "reading the Dataset's blocks") from err
 
 
 def is_block_lost(err: BaseException) -> bool:

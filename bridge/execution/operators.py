@@ -18,6 +18,7 @@ import ray
 
 from bridge.block import Block, BlockMetadata, Timer, combine_chunks, concat_blocks
 from bridge.context import DataContext
+from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle, slice_block
 from bridge.execution.stats import OpStats
 from bridge.execution.transform import BlockTransform, TaskContext
@@ -261,7 +262,18 @@ class MapOp(PhysicalOp):
 
     def on_ready(self, ref: ray.ObjectRef) -> None:
         index, block_ref, _ = self._running.pop(ref)
-        meta: BlockMetadata = ray.get(ref)
+        try:
+            meta: BlockMetadata = ray.get(ref)
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError) as err:
+            # The worker process died under the task (killed for memory, or an os._exit in the function)
+            # on every try Ray made: Ray's error names neither the step nor the block.
+            tries = int(self.remote_args.get("max_retries", 0) or 0) + 1
+            msg = (f"{self.name}: the task for input block {index} lost its worker process {tries} time(s) "
+                   f"({type(err).__name__})")
+            raise BridgeError(msg, "the block likely runs out of memory: lower batch_size (or read smaller "
+                                   "blocks: override_num_blocks=), or ask more memory for each task with "
+                                   "memory=<bytes> in map_batches; a function that exits the process (os._exit, "
+                                   "a crash in native code) fails the same way") from err
         self.stats.record(meta)
         n = self.stats.num_tasks
         self._avg_out += (meta.size_bytes - self._avg_out) / n

@@ -20,7 +20,9 @@ from collections.abc import Iterable, Iterator
 
 import ray
 
+from bridge._ray import ray_session, session_ended_error
 from bridge.context import DataContext
+from bridge.errors import BridgeError
 from bridge.execution.bundle import RefBundle
 from bridge.execution.operators import LimitOp, PhysicalOp
 from bridge.execution.progress import ProgressBars
@@ -110,6 +112,11 @@ class StreamingExecutor:
         self._is_shut_down = False
         #: All returns of the task whose ``on_ready`` is running (collected if it raises).
         self._failing: list[ray.ObjectRef] = []
+        #: The Ray session it runs in: after a ``ray.shutdown()`` the loop's next ``ray.wait`` would start
+        #: a Ray of its own (Ray's auto-init, from this daemon thread), so the loop checks it each round.
+        self._session = ray_session()
+        self._session_checked = time.monotonic()
+        self._session_same = True
         _LIVE.add(self)
 
     # ------------------------------------------------------------------ consumer side
@@ -184,10 +191,11 @@ class StreamingExecutor:
             self._is_shut_down = True
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join(timeout=10)
-            refs = [r for op in self.ops for r in op.running_refs()]
-            for op in self.ops:
-                op.shutdown()
-            collect_quietly(refs)
+            if self._session_alive():  # (else nothing is left to stop, and a Ray call would start one)
+                refs = [r for op in self.ops for r in op.running_refs()]
+                for op in self.ops:
+                    op.shutdown()
+                collect_quietly(refs)
             self._bars.close(finished=self._finished)
             if self.stats.end is None:
                 self.stats.end = time.time()
@@ -198,18 +206,35 @@ class StreamingExecutor:
         try:
             finished = False
             while not self._stop.is_set():
+                if not self._session_alive():
+                    raise session_ended_error("the Dataset's execution", self._session)
                 if self._step():
                     finished = self._finished = True
                     break
             self._out.put(_DONE if finished else _STOPPED)
         except BaseException as err:  # noqa: BLE001 - everything goes to the consumer
+            if not self._session_alive() and not isinstance(err, BridgeError):  # (Ray's own error from a call
+                err = session_ended_error("the Dataset's execution", self._session)  # the shutdown cut short)
             self._out.put(unwrap_error(err))
+            if not self._session_alive():
+                return
             refs = self._failing + [r for op in self.ops for r in op.running_refs()]
             for op in self.ops:
                 op.abort()
             collect_quietly(refs)
         finally:
             self.stats.end = time.time()
+
+    def _session_alive(self) -> bool:
+        """Whether Ray still runs the session this execution started in (its name, ~7 us, read at most every
+        half second: a ``ray.shutdown()`` alone is seen at once, one followed by ``ray.init()`` within that)."""
+        if not ray.is_initialized():
+            return False
+        now = time.monotonic()
+        if self._session is not None and now - self._session_checked > 0.5:
+            self._session_checked = now
+            self._session_same = ray_session() == self._session
+        return self._session_same
 
     def _in_flight_bytes(self) -> int:
         total = sum(op.queued_output_bytes() + op.running_bytes() + op.pending_input_bytes() for op in self.ops)
