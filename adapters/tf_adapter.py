@@ -14,6 +14,7 @@ timestamp / date / duration      ``TensorSpec([None], tf.int64)``
 fixed-shape tensor               ``TensorSpec([None, *shape], value dtype)`` (its rows' shape)
 string / binary (any kind)       ``TensorSpec([None], tf.string)``
 list<number> (any list kind)     ``RaggedTensorSpec([None, None], value dtype, ragged_rank=1)``
+variable-shape tensor, ``ndim``  ``RaggedTensorSpec([None] * (ndim + 1), value dtype, ragged_rank=ndim)``
 anything else                    ``UnsupportedTypeError`` naming the column
 ===============================  ======================================================
 
@@ -41,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bridge.keywords import checked_keywords
 
@@ -68,6 +70,9 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
         t = t.value_type  # (decoded by training_column)
     if tensor.is_fixed_tensor(t):  # (a permuted tensor's rows read in the logical shape, not t.shape)
         return tf.TensorSpec([None, *tensor.logical_shape(t)], tf.as_dtype(t.value_type.to_pandas_dtype()), name=name)
+    if tensor.is_variable_tensor(t) and t.ndim and _is_number(t.value_type):  # each dimension ragged (Ray Data's)
+        return tf.RaggedTensorSpec([None] * (t.ndim + 1), tf.as_dtype(t.value_type.to_pandas_dtype()),
+                                   ragged_rank=t.ndim, row_splits_dtype=tf.int64)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
         return tf.TensorSpec([None], tf.as_dtype(t.to_pandas_dtype()), name=name)
     if pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t):
@@ -75,9 +80,8 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
             or pa.types.is_fixed_size_binary(t):
         return tf.TensorSpec([None], tf.string, name=name)
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and (
-            pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
-            or pa.types.is_boolean(t.value_type)):
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \
+            _is_number(t.value_type):
         return tf.RaggedTensorSpec([None, None], tf.as_dtype(t.value_type.to_pandas_dtype()), ragged_rank=1,
                                    row_splits_dtype=tf.int64)
     msg = f"{where}: column {name!r} has type {t}, which has no tf.data equivalent"
@@ -93,8 +97,42 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
     raise UnsupportedTypeError(msg, hint)
 
 
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def _ragged_tensors(tf: Any, col: pa.ChunkedArray, name: str, spec: Any, where: str) -> Any:
+    """A variable-shape tensor column -> one ``tf.RaggedTensor`` whose every dimension is ragged, built from the
+    column's values and shapes (no Python object per row)."""
+    from bridge.batch import column_to_numpy
+    from bridge.errors import UnsupportedTypeError
+
+    if col.null_count:
+        msg = f"{where}: tensor column {name!r} has {col.null_count} null row(s); tf tensors cannot hold nulls"
+        raise UnsupportedTypeError(msg, f"drop those rows first: ds.filter(expr=pc.field({name!r}).is_valid())")
+    t = col.type
+    storage = pa.concat_arrays([c.storage for c in col.chunks]) if col.num_chunks else \
+        pa.array([], type=t.storage_type)
+    values = pc.list_flatten(storage.field("data"))
+    if values.null_count:
+        msg = f"{where}: tensor column {name!r} holds {values.null_count} null value(s); tf tensors cannot hold nulls"
+        raise UnsupportedTypeError(msg, "fill them first (map_batches), or drop those rows")
+    shapes = pc.list_flatten(storage.field("shape")).to_numpy().reshape(len(storage), t.ndim)
+    lengths, count = [], np.ones(len(storage), dtype=np.int64)
+    for level in range(t.ndim):  # level j: each row holds prod(shape[:j]) runs of shape[j] values
+        lengths.append(np.repeat(shapes[:, level], count))
+        count = count * shapes[:, level]
+    flat = _fitted(np.asarray(column_to_numpy(values)), spec.dtype.as_numpy_dtype, name, where)
+    return tf.RaggedTensor.from_nested_row_lengths(flat, lengths)
+
+
 def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any, where: str = "to_tf") -> Any:
+    from bridge import tensor
+
     from .training_columns import training_column
+
+    if tensor.is_variable_tensor(block.schema.field(name).type):
+        return _ragged_tensors(tf, block.column(name), name, spec, where)
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":
@@ -180,10 +218,10 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
         t = schema.field(name).type
         fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
         is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-        error = _fill_error(name, t, fill_nulls) if fills is not None and not tensor.is_fixed_tensor(t) else None
+        error = _fill_error(name, t, fill_nulls) if fills is not None and not tensor.is_tensor(t) else None
         if error is not None and isinstance(fill_nulls, dict):
             raise error
-        if fills is None or error is not None or tensor.is_fixed_tensor(t) or is_list:
+        if fills is None or error is not None or tensor.is_tensor(t) or is_list:
             read[name] = error
     if not read:
         return
@@ -198,7 +236,7 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
         if nulls and error is not None:
             raise error
         fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
-        if nulls and (fills is None or tensor.is_fixed_tensor(t)):
+        if nulls and (fills is None or tensor.is_tensor(t)):
             msg = f"tf: column {name!r} ({t}) has {nulls} null(s); tf tensors cannot hold nulls"
             raise UnsupportedTypeError(msg, null_hint(name, t, "tf"))
         inner = sum(counts.column(f"e{i}").to_pylist())

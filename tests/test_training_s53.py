@@ -116,3 +116,21 @@ def test_to_tf_of_a_permuted_tensor_and_of_other_column_kinds():
     dec = bridge.from_arrow(pa.table({"d": pa.array([1], pa.decimal128(5, 2))}))
     with pytest.raises(UnsupportedTypeError, match=r"(?s)column 'd' has type decimal128.*Hint: cast it to float64"):
         dec.to_tf("d")
+
+
+def test_to_tf_of_variable_shape_tensors_gives_ragged_tensors_as_ray_data_does():
+    """Refused before ("has no tf.data equivalent"); Ray Data 2.60 gives RaggedTensorSpec([None] * 3,
+    ragged_rank=2) for 2-d rows of different shapes, and so does this now, across block edges too."""
+    shapes = [(2, 3), (1, 3), (4, 2), (1, 1), (3, 1)]
+    arrays = [np.arange(int(np.prod(s)), dtype=np.float32).reshape(s) + 10 * i for i, s in enumerate(shapes)]
+    ds = bridge.from_items([{"x": a, "y": i} for i, a in enumerate(arrays)], override_num_blocks=2)
+    tfds = ds.to_tf("x", "y", batch_size=2)
+    spec = tfds.element_spec[0]
+    assert isinstance(spec, tf.RaggedTensorSpec) and spec.ragged_rank == 2 and spec.dtype == tf.float32
+    got = [row for x, _ in tfds for row in x.to_list()]
+    assert got == [a.tolist() for a in arrays]
+    batch = next(iter(ds.iter_tf_batches(batch_size=5, dtypes={"x": tf.float64})))["x"]
+    assert batch.dtype == tf.float64 and batch.to_list() == [a.tolist() for a in arrays]
+    holes = bridge.from_items([{"x": arrays[0]}, {"x": None}])
+    with pytest.raises(UnsupportedTypeError, match=r"column 'x' .* has 1 null"):
+        holes.to_tf("x")

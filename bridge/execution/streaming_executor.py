@@ -62,7 +62,7 @@ def collect_quietly(refs: Iterable[ray.ObjectRef]) -> None:
 def _wait_quietly(refs: list[ray.ObjectRef]) -> None:
     try:
         ray.wait(refs, num_returns=len(refs), timeout=60)
-    except Exception:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - Ray shutting down raises SystemExit in this thread: nothing to tell
         pass
 
 
