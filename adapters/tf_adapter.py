@@ -212,15 +212,14 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
 
     from .training_columns import check_dtype_columns, list_nulls_hint, null_hint
 
-    check_dtype_columns(fill_nulls, names, "to_tf", "fill_nulls")
+    check_dtype_columns(fill_nulls, schema.names, "to_tf", "fill_nulls")  # (any column of the Dataset's)
     read: dict[str, Exception | None] = {}  # column -> what its nulls raise (None: the nulls error)
     for name in names:
         t = schema.field(name).type
         fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
         is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        # A fill value the column cannot hold raises where the column holds a null (as iter_tf_batches does).
         error = _fill_error(name, t, fill_nulls) if fills is not None and not tensor.is_tensor(t) else None
-        if error is not None and isinstance(fill_nulls, dict):
-            raise error
         if fills is None or error is not None or tensor.is_tensor(t) or is_list:
             read[name] = error
     if not read:
@@ -479,9 +478,13 @@ def iterator_to_tf(it: Any, feature_columns: str | list[str], label_columns: str
     options = BatchOptions(batch_size=batch_size, drop_last=drop_last, prefetch_batches=prefetch_batches,
                            local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed,
                            caller="to_tf")
+    from .training_columns import check_dtype_columns
+
     tf = _tf()
-    features, labels, specs, signature = _columns_and_specs(tf, it.schema(), feature_columns, label_columns,
-                                                            "iterator")
+    schema = it.schema()
+    features, labels, specs, signature = _columns_and_specs(tf, schema, feature_columns, label_columns, "iterator")
+    if schema is not None:
+        check_dtype_columns(fill_nulls, schema.names, "to_tf", "fill_nulls")
     f_single, l_single = isinstance(feature_columns, str), isinstance(label_columns, str)
     wanted = list(dict.fromkeys(features + labels))
 

@@ -43,22 +43,36 @@ def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
         return {"item": as_numpy(item)}
 
     def column(values: list[Any]) -> Any:
-        if values and isinstance(values[0], np.ndarray) and all(
-                isinstance(v, np.ndarray) and v.shape == values[0].shape for v in values):
+        first = values[0] if values else None
+        if isinstance(first, np.ndarray) and all(
+                isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
             return np.stack(values)
-        if values and isinstance(values[0], (int, float, bool, np.generic)):
+        if isinstance(first, np.generic) and all(type(v) is type(first) for v in values):
             return np.asarray(values)
+        # Anything else as Python values, checked as from_items checks them: np.asarray made (True, 2) ints,
+        # rounded an int64 2**53 + 1 next to a float32 to a float, and 2**63 next to 1 to float64.
         return list(values)
+
+    def block_of(rows: list[dict[str, Any]]) -> Any:
+        from bridge.batch import BatchTypeError
+        from bridge.errors import BridgeTypeError
+
+        names = dict.fromkeys(k for r in rows for k in r)  # every item's keys: a key one item lacks is null
+        try:
+            return to_block({k: column([r.get(k) for r in rows]) for k in names})
+        except BatchTypeError as err:
+            raise BridgeTypeError(f"from_torch: {err.what}", err.hint or "give each item's field one kind of "
+                                  "value (a tensor or number of one dtype), None where it is missing") from err
 
     def blocks() -> Iterator[Any]:
         rows: list[dict[str, Any]] = []
         for item in dataset:
             rows.append(as_row(item))
             if len(rows) >= rows_per_block:
-                yield to_block({k: column([r[k] for r in rows]) for k in rows[0]})
+                yield block_of(rows)
                 rows = []
         if rows:
-            yield to_block({k: column([r[k] for r in rows]) for k in rows[0]})
+            yield block_of(rows)
 
     return from_blocks(blocks(), name="FromTorch")
 
@@ -79,7 +93,11 @@ class TorchAdapter:
         if isinstance(obj, torch.Tensor):
             from bridge import from_numpy
 
-            return from_numpy(obj.detach().cpu().numpy(), **options)
+            arr = obj.detach().cpu().numpy()
+            rows = options.pop("rows_per_block", None)  # (from_torch's option: from_numpy takes none)
+            if rows and arr.ndim and len(arr) > rows:  # one block per rows_per_block rows
+                return from_numpy([arr[i:i + rows] for i in range(0, len(arr), rows)], **options)
+            return from_numpy(arr, **options)
         return from_torch(obj, **options)
 
     def from_dataset(self, ds: Any, **options: Any) -> Any:

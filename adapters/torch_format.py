@@ -212,7 +212,7 @@ def block_to_torch(block: Any, *, dtypes: Any = None, fill_nulls: Any = None, ow
 
     torch = _torch()
     check_dtype_columns(dtypes, block.column_names, "torch")
-    check_dtype_columns(fill_nulls, block.column_names, "torch", "fill_nulls")
+    check_dtype_columns(fill_nulls, block.column_names, "torch", "fill_nulls")  # (a block holds every column)
     nulls: dict[str, list[int]] = {}
     columns = list(block.columns)
     if null_rows:

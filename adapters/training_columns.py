@@ -275,8 +275,9 @@ def check_float_cast(values: np.ndarray, convert: Callable[[np.ndarray], np.ndar
         value, became = far[i].item(), float(conv[i])
         msg = (f"{where}: column {name!r} ({src}) holds {value!r}, past {short}'s largest value ({largest:g}); "
                f"dtypes={target} would make it {became!r}")
-        raise error(msg, f"pass a wider float dtype for {name!r} ({module}.{src}), or scale or clip the column "
-                         f"first (ds.map_batches)")
+        wider = f"{module}.complex128" if as_float else f"{module}.{src}"  # (a complex target: a complex type)
+        raise error(msg, f"pass a wider {'complex' if as_float else 'float'} dtype for {name!r} ({wider}), or "
+                         f"scale or clip the column first (ds.map_batches)")
 
 
 def _check_positive(flat: np.ndarray, convert: Callable[[np.ndarray], np.ndarray], *, name: str, src: str,

@@ -9,6 +9,7 @@ with ``None``, Decimals, dicts -- becomes the Arrow type its input column had
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import numpy as np
@@ -168,6 +169,34 @@ def same_values(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) ->
     return False
 
 
+def infer_array(items: list[Any]) -> pa.Array:
+    """``pa.array(items)`` (pyarrow's inference from Python values), where that changes no value.
+
+    pyarrow makes a ``date32`` column of dates and datetimes (the times dropped), a ``binary`` column
+    of bytes and str (the text turned into bytes): ``pa.ArrowInvalid`` for both, which the callers report
+    naming the column and the kinds.  It reads pandas ``Timestamp`` / ``Timedelta`` values as
+    microseconds: where one holds nanoseconds, the column is of nanoseconds.
+    """
+    arr = pa.array(items)
+    t = arr.type
+    if pa.types.is_date(t) and any(isinstance(v, datetime.datetime) for v in items):
+        raise pa.ArrowInvalid("dates and datetimes in one column: a date column would drop the times")
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t)) and any(isinstance(v, str) for v in items):
+        raise pa.ArrowInvalid("bytes and str in one column: a binary column would hold the text as bytes")
+    wide = _nanosecond_type(t, items)
+    return arr if wide is None else pa.array(items, wide)
+
+
+def _nanosecond_type(t: pa.DataType, values: Any) -> pa.DataType | None:
+    """The nanosecond type of an inferred timestamp or duration type ``t`` of microseconds where one of the
+    Python ``values`` (pandas ``Timestamp`` / ``Timedelta``) holds nanoseconds, else ``None``."""
+    if not (pa.types.is_timestamp(t) or pa.types.is_duration(t)) or t.unit == "ns":
+        return None
+    if not any(getattr(v, "nanosecond", 0) or getattr(v, "nanoseconds", 0) for v in values if v is not None):
+        return None
+    return pa.timestamp("ns", t.tz) if pa.types.is_timestamp(t) else pa.duration("ns")
+
+
 def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     items = list(values)
     if not items and like is not None:
@@ -192,14 +221,25 @@ def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     if isinstance(first, np.ndarray):
         arrays = [v for v in items if v is not None]
         if all(a.ndim == 1 for a in arrays) and first.ndim == 1:
-            return pa.array([None if v is None else v for v in items])
+            if first.dtype.kind in "Mm" and all(a.dtype == first.dtype for a in arrays):
+                # (pyarrow's inference made lists of datetime64[ns] arrays lists of microseconds)
+                try:
+                    return pa.array(items, pa.list_(pa.from_numpy_dtype(first.dtype)))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError):
+                    pass
+            lists = pa.array([None if v is None else v for v in items])
+            if first.dtype == object and pa.types.is_list(lists.type):  # (pandas Timestamps: see infer_array)
+                wide = _nanosecond_type(lists.type.value_type, (x for a in arrays for x in a))
+                if wide is not None:
+                    return pa.array([None if v is None else v for v in items], pa.list_(wide))
+            return lists
         if len(arrays) == len(items) and all(a.shape == first.shape for a in arrays):
             stacked = np.stack(arrays)
             if tensor.is_tensor_dtype(stacked.dtype):  # (strings, times: each row its own, below)
                 return tensor.fixed_tensor_array(stacked)
         return tensor.variable_tensor_array(items)
     try:
-        return pa.array(items)
+        return infer_array(items)
     except (OverflowError, pa.ArrowInvalid):
         if all(v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0)
                for v in items):

@@ -38,6 +38,7 @@ from bridge.arrow_values import (
     empty_array,
     fitted_array,
     has_union,
+    infer_array,
     is_list_like,
     object_column,
     refuse_unions,
@@ -749,7 +750,7 @@ def _from_pylist(values: list[Any], like: pa.DataType | None, name: str = "") ->
         if fitted is not None:
             return fitted
     try:
-        return pa.array(values)
+        return infer_array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         # One column of ints and strings (or of values pyarrow cannot mix): the column and the kinds.
         kinds = sorted({type(v).__name__ for v in values if v is not None})

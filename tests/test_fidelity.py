@@ -188,7 +188,11 @@ def _tf_column(parts: list[Any], type_: pa.DataType) -> pa.Array:
     from bridge import tensor as tensor_mod
 
     if any(isinstance(p, tf.RaggedTensor) for p in parts):
-        return pa.array([r for p in parts for r in p.to_list()], type=type_)
+        rows = [r for p in parts for r in p.to_list()]
+        if tensor_mod.is_variable_tensor(type_):  # each dimension ragged: the rows' nested lists
+            dtype = type_.value_type.to_pandas_dtype()
+            return tensor_mod.variable_tensor_array([np.asarray(r, dtype=dtype) for r in rows])
+        return pa.array(rows, type=type_)
     arr = np.concatenate([p.numpy() for p in parts])
     if isinstance(type_, pa.FixedShapeTensorType):
         return tensor_mod.fixed_tensor_array(arr)
@@ -299,10 +303,10 @@ EXPECTED: dict[tuple[str, str, str], Any] = {
     **{("torch", name, "plain"): FOREIGN(pa.int64(), "torch has no arithmetic on uint16/uint32: widened, lossless")
        for name in ("uint16", "uint32")},
     # tf (adapters/tf_adapter.py's table): the same, except that tf holds every integer width, strings and
-    # binary as tf.string bytes, lists as ragged tensors, and has no variable-shape tensor (refused).
+    # binary as tf.string bytes, lists and variable-shape tensors as ragged tensors.
     **{("tf", name, "nulls"): "REFUSED" for name in TYPE_NAMES},
     **{("tf", name, "plain"): "REFUSED" for name in ("decimal128", "decimal256", "struct", "map", "list_struct",
-                                                     "variable_tensor", "list_list_int64")},
+                                                     "list_list_int64")},
     **{("tf", name, "plain"): "CONVERTED" for name in _TEMPORAL},
     # Spark (adapters/spark_types.py's rules, session zone UTC): the written conversions warn naming the
     # column and keep every value; what Spark has no type for, or could hold only by losing nanoseconds, is

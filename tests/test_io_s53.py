@@ -39,6 +39,10 @@ def test_read_json_with_a_schema_keeps_zone_offsets_apart(tmp_path):
         bridge.read_json(str(tmp_path), schema=pa.schema([("t", pa.timestamp("us", "UTC"))])).take_all()
     naive = bridge.read_json(str(tmp_path), schema=pa.schema([("t", pa.timestamp("ms"))])).take_all()
     assert naive == [{"t": datetime.datetime(2020, 1, 1)}]
+    (tmp_path / "a.json").write_text('{"t": 1577836800}\n')  # a number: the message names the schema's type
+    with pytest.raises(FileReadError, match=r"column 't' .* holds a number on line 1 where schema= reads it as "
+                                            r"timestamp\[s\]"):
+        bridge.read_json(str(tmp_path), schema=pa.schema([("t", pa.timestamp("s"))])).take_all()
 
 
 def test_write_json_then_read_json_keeps_every_timestamp_unit_and_zone(tmp_path):
@@ -62,6 +66,14 @@ def test_write_numpy_of_fixed_size_lists_and_times(tmp_path):
     ds.write_numpy(str(tmp_path / "n"), column="f")
     back = np.concatenate([np.load(p) for p in sorted((tmp_path / "n").iterdir())])
     assert back.dtype == np.int8 and back.tolist() == [[[5, 6], [7, 8]], [[9, 10], [11, 12]]]
+    same = bridge.from_arrow(pa.table({"l": pa.array([[1, 2], [3, 4]])}))  # lists of one length: dense too
+    same.write_numpy(str(tmp_path / "l"), column="l")
+    assert np.concatenate([np.load(p) for p in sorted((tmp_path / "l").iterdir())]).tolist() == [[1, 2], [3, 4]]
+    for values, why in ((pa.array([[1, None], [3, 4]], pa.list_(pa.int64(), 2)), r"1 null value\(s\) inside its lists"),
+                        (pa.array([["a", "b"]], pa.list_(pa.string(), 2)), r"holds lists of string"),
+                        (pa.array([[1, 2], [3]]), r"has lists of different lengths")):
+        with pytest.raises(UnsupportedTypeError, match=why):
+            bridge.from_arrow(pa.table({"v": values})).write_numpy(str(tmp_path / "v"), column="v")
     times = bridge.from_arrow(pa.table({"t": pa.array([1, 2], pa.time32("s"))}))
     with pytest.raises(UnsupportedTypeError, match=r"(?s)column 't' \(time32\[s\]\) holds times of day.*Hint: write "
                                                    r"the count since midnight"):

@@ -40,6 +40,8 @@ def test_casts_to_bool_and_complex_keep_every_value(numbers, read, bool_dtype, c
     with pytest.raises(BridgeValueError, match=r"column 'f' \(float64\) holds 1e\+300, past float32's largest.*"
                                                r"complex64 would make it inf"):
         read(numbers, "f", dtypes={"f": complex64})
+    with pytest.raises(BridgeValueError, match=r"Hint: pass a wider complex dtype for 'f' \((tf|torch).complex128\)"):
+        read(numbers, "f", dtypes={"f": complex64})
     wide = np.asarray(read(numbers, "f", dtypes={"f": tf.complex128 if read is _tf else torch.complex128}))
     assert wide.tolist() == [0.5 + 0j, 1e300 + 0j, 1 + 0j]
 
@@ -72,9 +74,13 @@ def test_fill_nulls_keys_naming_no_column_are_refused():
     ds = bridge.from_arrow(pa.table({"a": [1, None]}))
     for call in (lambda: next(iter(ds.iter_torch_batches(fill_nulls={"typo": 0}))),
                  lambda: next(iter(ds.iter_tf_batches(fill_nulls={"typo": 0}))),
-                 lambda: ds.to_tf("a", fill_nulls={"typo": 0})):
+                 lambda: ds.to_tf("a", fill_nulls={"typo": 0}),
+                 lambda: ds.iterator().to_tf("a", fill_nulls={"typo": 0})):
         with pytest.raises(BridgeValueError, match=r"fill_nulls names \['typo'\] but the data has no such column"):
             call()
+    # A key naming a column of the Dataset that to_tf does not select is no typo.
+    both = bridge.from_arrow(pa.table({"i": [1, None], "f": [1.0, None]}))
+    assert [x.numpy().tolist() for x in both.to_tf("i", fill_nulls={"i": 0, "f": 0.0}, batch_size=2)] == [[1, 0]]
 
 
 def test_to_tf_checks_fills_list_elements_dictionary_nulls_and_names_at_the_call():
@@ -84,6 +90,10 @@ def test_to_tf_checks_fills_list_elements_dictionary_nulls_and_names_at_the_call
         flags.to_tf("b", fill_nulls={"b": 0})
     # One value for every column: checked only where a column holds a null (the text column has none).
     assert [x["b"].numpy().tolist() for x in flags.to_tf(["b", "s"], fill_nulls=False)] == [[True], [False]]
+    # A fill value its column cannot hold, where the column holds no null: never used, so taken (as the
+    # iterators take it).
+    assert len(list(bridge.from_arrow(pa.table({"u": pa.array([1, 2], pa.uint8())})).to_tf(
+        "u", fill_nulls={"u": -1}))) == 2
     small = bridge.from_arrow(pa.table({"x": pa.array([1, None], pa.int8())}))
     with pytest.raises(UnsupportedTypeError, match=r"cannot fill the nulls of column 'x' \(int8\) with 300"):
         small.to_tf("x", fill_nulls=300)

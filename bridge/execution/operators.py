@@ -267,9 +267,8 @@ class MapOp(PhysicalOp):
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError) as err:
             # The worker process died under the task (killed for memory, or an os._exit in the function)
             # on every try Ray made: Ray's error names neither the step nor the block.
-            tries = int(self.remote_args.get("max_retries", 0) or 0) + 1
-            msg = (f"{self.name}: the task for input block {index} lost its worker process {tries} time(s) "
-                   f"({type(err).__name__})")
+            msg = (f"{self.name}: the task for input block {index} lost its worker process on every try Ray "
+                   f"made ({type(err).__name__})")
             raise BridgeError(msg, "the block likely runs out of memory: lower batch_size (or read smaller "
                                    "blocks: override_num_blocks=), or ask more memory for each task with "
                                    "memory=<bytes> in map_batches; a function that exits the process (os._exit, "

@@ -226,8 +226,8 @@ class StreamingExecutor:
             self.stats.end = time.time()
 
     def _session_alive(self) -> bool:
-        """Whether Ray still runs the session this execution started in (its name, ~7 us, read at most every
-        half second: a ``ray.shutdown()`` alone is seen at once, one followed by ``ray.init()`` within that)."""
+        """Whether Ray still runs the session this execution started in (its name read at most every half
+        second: a ``ray.shutdown()`` alone is seen at once, one followed by ``ray.init()`` within that)."""
         if not ray.is_initialized():
             return False
         now = time.monotonic()

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from bridge import tensor
@@ -695,7 +696,7 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
         raise UnsupportedTypeError(msg, f"cast it to timestamp('{t.unit}') first (the same instants, in UTC: "
                                         f"pc.cast(t[{column!r}], pa.timestamp('{t.unit}')) in map_batches), "
                                         f"or use write_parquet, which keeps the zone")
-    arr = _fixed_lists_to_numpy(col)
+    arr = _lists_to_numpy(col)
     if arr is None:
         arr = column_to_numpy(col)
     if arr.dtype == object:
@@ -711,6 +712,21 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
         elif col.null_count:
             why = f"has {col.null_count} null row(s), which a dense .npy array cannot hold"
             hint = "fill them first (ds.map_batches with pc.fill_null), or use write_parquet, which keeps nulls"
+        elif pa.types.is_fixed_size_list(value_type) or pa.types.is_list(value_type) \
+                or pa.types.is_large_list(value_type):
+            inner, values = value_type, col
+            while pa.types.is_fixed_size_list(inner) or pa.types.is_list(inner) or pa.types.is_large_list(inner):
+                values = pa.chunked_array([c.flatten() for c in values.chunks], inner.value_type)
+                inner = inner.value_type
+            if values.null_count:
+                why = f"has {values.null_count} null value(s) inside its lists, which a dense .npy array cannot hold"
+                hint = "fill them first (map_batches), or use write_parquet, which keeps nulls"
+            elif not (pa.types.is_integer(inner) or pa.types.is_floating(inner) or pa.types.is_boolean(inner)):
+                why = f"holds lists of {inner}, which a .npy file stores only as pickled Python objects"
+                hint = "write lists of numbers, or use write_parquet / write_json, which hold them as they are"
+            else:
+                why = "has lists of different lengths"
+                hint = "a .npy file holds one dense array; pad or cut the rows to one length first, or use write_parquet"
         else:
             why = "has rows of different shapes"
             hint = "a .npy file holds one dense array; pad or resize the rows first, or use write_parquet"
@@ -722,20 +738,30 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
 
 
 
-def _fixed_lists_to_numpy(col: pa.ChunkedArray) -> np.ndarray | None:
-    """A column of fixed-size lists of numbers (nested too), no null anywhere, as one ``(rows, *sizes)`` array;
-    ``None`` for any other column (each row of such a column has the one shape, which the rows' check of
-    :func:`_write_npy` took for rows of different shapes)."""
+def _lists_to_numpy(col: pa.ChunkedArray) -> np.ndarray | None:
+    """A column of lists of numbers (nested too) whose rows all have one shape -- fixed-size lists, or lists of
+    one length -- with no null anywhere, as one ``(rows, *sizes)`` array; ``None`` for any other column (the
+    rows' check of :func:`_write_npy` took such a column for rows of different shapes)."""
     from bridge.batch import column_to_numpy
 
-    if not pa.types.is_fixed_size_list(col.type) or col.null_count:
+    def is_list(t: pa.DataType) -> bool:
+        return pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+
+    if not is_list(col.type) or col.null_count:
         return None
     values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     shape = []
-    while pa.types.is_fixed_size_list(values.type):
+    while is_list(values.type):
         if values.null_count:
             return None
-        shape.append(values.type.list_size)
+        if pa.types.is_fixed_size_list(values.type):
+            shape.append(values.type.list_size)
+        else:
+            lengths = pc.list_value_length(values)
+            low, high = (pc.min_max(lengths)[k].as_py() for k in ("min", "max"))
+            if len(values) and low != high:
+                return None
+            shape.append(low or 0)
         values = values.flatten()  # (the slice's own values)
     if values.null_count or not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
                                  or pa.types.is_boolean(values.type)):

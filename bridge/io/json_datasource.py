@@ -84,7 +84,7 @@ class JSONFormat(FileFormat):
             # pyarrow.json refuses a decimal literal with more digits than its type holds, naming neither
             # the column nor the row: find them (one more pass over the text, only on this error path).
             _raise_decimal_misfit(data, path, self.schema if self.schema is not None else explicit)
-            _raise_kind_change(sys.exc_info()[1], data, path, explicit)
+            _raise_kind_change(sys.exc_info()[1], data, path, self.schema if self.schema is not None else explicit)
             raise
         if _invalid_nested(table) is not None:
             table = self._read_again_typed(data, parse_options, table.schema, path)

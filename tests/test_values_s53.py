@@ -1,0 +1,63 @@
+"""Python values that pyarrow's inference changed without a word, and from_torch's items (session 53, a hunt)."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import bridge
+from bridge.errors import BridgeTypeError
+
+
+def test_pandas_timestamps_and_timedeltas_keep_their_nanoseconds():
+    """Rows hand a timestamp[ns] value out as a pandas Timestamp; pyarrow read those back as microseconds,
+    so a map that renamed the column (or from_items of such values) cut the nanoseconds off."""
+    src = bridge.from_arrow(pa.table({"t": pa.array([1_000_000_001, None], pa.timestamp("ns")),
+                                      "d": pa.array([1, None], pa.duration("ns")),
+                                      "l": pa.array([[1_000_000_001, None], None], pa.list_(pa.timestamp("ns")))}))
+    moved = src.map(lambda r: {"t2": r["t"], "d2": r["d"]}).to_arrow()
+    assert moved.column("t2").cast(pa.int64()).to_pylist() == [1_000_000_001, None]
+    assert moved.column("d2").cast(pa.int64()).to_pylist() == [1, None]
+    lists = src.map_batches(lambda b: {"l2": b["l"]}).to_arrow().column("l2")
+    assert lists.type == pa.list_(pa.timestamp("ns"))
+    assert lists.to_pylist()[0][0].value == 1_000_000_001
+    items = bridge.from_items([{"x": pd.Timestamp("2020-01-01T00:00:00.000000001")}]).to_arrow().column("x")
+    assert items.cast(pa.int64()).to_pylist() == [1577836800000000001]
+    # Microseconds where no value holds nanoseconds: the range of years stays datetime's.
+    wide = bridge.from_items([{"x": pd.Timestamp("2020-01-01T00:00:00.000001")}, {"x": datetime.datetime(1, 1, 1)}])
+    assert wide.schema().field("x").type == pa.timestamp("us")
+
+
+@pytest.mark.parametrize("values, kinds", [
+    ([datetime.date(2020, 1, 2), datetime.datetime(2020, 1, 1, 5)], "date, datetime"),  # date32: 05:00 dropped
+    ([b"a", "b"], "bytes, str"),                                                           # binary: 'b' became b'b'
+])
+def test_two_kinds_pyarrow_would_merge_are_refused(values, kinds):
+    with pytest.raises(BridgeTypeError, match=rf"column 'x' holds values of kinds no one Arrow type holds together "
+                                              rf"\({kinds}\)"):
+        bridge.from_items([{"x": v} for v in values]).take_all()
+    with pytest.raises(Exception, match=rf"\({kinds}\)|types {kinds}"):
+        bridge.range(2).map_batches(lambda b: {"x": np.array(values, dtype=object)}).take_all()
+
+
+def test_from_torch_keeps_keys_and_kinds_and_takes_a_tensor():
+    torch = pytest.importorskip("torch")
+    # Keys the first item lacked were dropped (the other order raised KeyError): missing ones are null.
+    assert bridge.from_torch([{"a": 1}, {"a": 2, "b": 3}]).take_all() == [{"a": 1, "b": None}, {"a": 2, "b": 3}]
+    assert bridge.from_torch([{"a": 2, "b": 3}, {"a": 1}]).take_all() == [{"a": 2, "b": 3}, {"a": 1, "b": None}]
+    # np.asarray made (True, 2) ints [1, 2], and an int64 2**53 + 1 beside a float32 a rounded float.
+    with pytest.raises(BridgeTypeError, match=r"column 'item_0'.*bool, int"):
+        bridge.from_torch([(True,), (2,)])
+    with pytest.raises(BridgeTypeError, match=r"column 'item_0'.*float32, int64"):
+        bridge.from_torch([(np.int64(2**53 + 1),), (np.float32(0.5),)])
+    assert bridge.from_torch([(2**63,), (1,)]).take_all() == [{"item_0": 2**63}, {"item_0": 1}]
+    # A tensor failed: "from_numpy: unexpected keyword argument(s) ['rows_per_block']".
+    ds = bridge.from_torch(torch.arange(10).reshape(5, 2), rows_per_block=2)
+    assert ds.num_blocks() == 3
+    assert [r["data"].tolist() for r in ds.take_all()] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    pairs = bridge.from_torch(torch.utils.data.TensorDataset(torch.arange(3.0), torch.arange(3)))
+    assert pairs.take_all() == [{"item_0": float(i), "item_1": i} for i in range(3)]
