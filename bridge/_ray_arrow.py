@@ -95,7 +95,23 @@ def _empty_batch(table: pa.Table) -> pa.RecordBatch:
 
 def table_from_ipc(buffer: pa.Buffer) -> pa.Table:
     """The reader's half: the table over ``buffer`` (the object's own memory under ``ray.get``), no copy."""
-    return pa.ipc.open_stream(buffer).read_all()
+    reader = pa.ipc.open_stream(buffer)
+    if _unknown_ray_data_types(reader.schema):
+        # A column of Ray Data's pickled Python objects (from_ray_data) in a process that has not imported
+        # Ray Data: pyarrow read it as its storage, the pickles' bytes, which a map then stored for good.
+        try:
+            import ray.data._internal.object_extensions.arrow  # noqa: F401 - registers the type on import
+        except ImportError:  # pragma: no cover - another Ray layout: read as stored
+            pass
+        else:
+            reader = pa.ipc.open_stream(buffer)
+    return reader.read_all()
+
+
+def _unknown_ray_data_types(schema: pa.Schema) -> bool:
+    """Whether a field of ``schema`` is Ray Data's pickled-object extension type read as its storage."""
+    return any(f.metadata is not None and f.metadata.get(b"ARROW:extension:name") == b"ray.data.arrow_pickled_object"
+               for f in schema)
 
 
 def reduce_table(table: pa.Table) -> tuple:

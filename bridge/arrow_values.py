@@ -197,10 +197,23 @@ def _nanosecond_type(t: pa.DataType, values: Any) -> pa.DataType | None:
     return pa.timestamp("ns", t.tz) if pa.types.is_timestamp(t) else pa.duration("ns")
 
 
+#: Ray Data's extension type for Python objects Arrow has no type for (each value pickled).
+PICKLED_OBJECTS = "ray.data.arrow_pickled_object"
+
+
+def is_pickled_objects(t: pa.DataType) -> bool:
+    """Whether ``t`` is Ray Data's column of pickled Python objects (``from_ray_data`` of ``complex``, classes)."""
+    return isinstance(t, pa.BaseExtensionType) and t.extension_name == PICKLED_OBJECTS
+
+
 def object_column(values: Any, like: pa.DataType | None = None) -> pa.Array:
     items = list(values)
     if not items and like is not None:
         return empty_array(like)
+    if like is not None and is_pickled_objects(like):  # the objects a Ray Data column held, as it held them
+        from ray.data._internal.object_extensions.arrow import ArrowPythonObjectArray
+
+        return ArrowPythonObjectArray.from_objects(items)
     first = next((v for v in items if v is not None), None)
     if like is not None and isinstance(first, np.ndarray):
         # Rows of an input list or tensor column: back to that very type where the rows fit it.

@@ -40,6 +40,7 @@ from bridge.arrow_values import (
     has_union,
     infer_array,
     is_list_like,
+    is_pickled_objects,
     object_column,
     refuse_unions,
     same_kind,
@@ -124,6 +125,10 @@ def column_to_numpy(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """One Arrow column -> one ndarray, zero-copy where Arrow allows."""
     if tensor.is_tensor(col.type):
         return tensor.tensor_to_numpy(col)
+    if is_pickled_objects(col.type):  # (its storage is the pickles' bytes, which NumPy batches handed out)
+        objects = np.empty(len(col), dtype=object)
+        objects[:] = col.to_pylist()
+        return objects
     if has_union(col.type):
         from bridge.errors import UnsupportedTypeError
 

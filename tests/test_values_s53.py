@@ -61,3 +61,14 @@ def test_from_torch_keeps_keys_and_kinds_and_takes_a_tensor():
     assert [r["data"].tolist() for r in ds.take_all()] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
     pairs = bridge.from_torch(torch.utils.data.TensorDataset(torch.arange(3.0), torch.arange(3)))
     assert pairs.take_all() == [{"item_0": float(i), "item_1": i} for i in range(3)]
+
+
+def test_ray_data_python_objects_come_as_objects_in_numpy_batches():
+    """Ray Data keeps values Arrow has no type for (complex, classes) pickled in an extension column: NumPy
+    batches handed out the pickles' bytes, and a map_batches passing them on stored the bytes for good."""
+    import ray.data
+
+    ds = bridge.from_ray_data(ray.data.from_items([{"x": 1 + 2j, "i": 1}, {"x": None, "i": 2}]))
+    batch = ds.take_batch(2)
+    assert batch["x"].dtype == object and batch["x"].tolist() == [1 + 2j, None]
+    assert ds.map_batches(lambda b: b).take_all() == [{"x": 1 + 2j, "i": 1}, {"x": None, "i": 2}]
