@@ -566,7 +566,16 @@ def to_block(batch: Any, like: pa.Schema | None = None) -> Block:
     if mod.startswith("pandas") and hasattr(batch, "columns"):
         from bridge.pandas_types import keeps_index, pandas_to_block
 
-        return restore_types(pandas_to_block(batch, like, preserve_index=keeps_index(batch, like)), like)
+        try:
+            block = pandas_to_block(batch, like, preserve_index=keeps_index(batch, like))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            # pyarrow's "Byte-swapped arrays not supported" / "Unsupported numpy type": big-endian columns are
+            # turned around (as from_pandas does), one Arrow has no type for (complex) is named.
+            native = _native_frame(batch)
+            if native is batch:
+                raise
+            block = pandas_to_block(native, like, preserve_index=keeps_index(native, like))
+        return restore_types(block, like)
     if hasattr(batch, "__arrow_c_stream__"):
         return normalize_types(pa.table(batch))
     msg = (

@@ -72,3 +72,18 @@ def test_ray_data_python_objects_come_as_objects_in_numpy_batches():
     batch = ds.take_batch(2)
     assert batch["x"].dtype == object and batch["x"].tolist() == [1 + 2j, None]
     assert ds.map_batches(lambda b: b).take_all() == [{"x": 1 + 2j, "i": 1}, {"x": None, "i": 2}]
+
+
+def test_map_batches_returning_big_endian_or_complex_pandas_frames():
+    """from_pandas turned big-endian columns around and named complex ones; a pandas frame returned by
+    map_batches failed with pyarrow's bare "Byte-swapped arrays not supported" / "Unsupported numpy type"."""
+    def big_endian(df):
+        return pd.DataFrame({"x": np.arange(3, dtype=">i4"), "f": np.ones(3, dtype=">f8")})
+
+    ds = bridge.range(3).map_batches(big_endian, batch_format="pandas")
+    assert ds.take_all() == [{"x": i, "f": 1.0} for i in range(3)]
+    assert ds.schema().field("x").type == pa.int32()
+    with pytest.raises(Exception, match=r"column 'c': a complex128 \(complex\) array has no Arrow type(?s:.*)Hint: "
+                                        r"store its parts as two columns"):
+        bridge.range(3).map_batches(lambda df: pd.DataFrame({"c": np.ones(3, dtype=complex)}),
+                                    batch_format="pandas").take_all()
