@@ -513,10 +513,22 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
 
     def numpy_of(v: Any) -> Any:
         if isinstance(v, tf.RaggedTensor):
-            return pa.array(v.to_list())
+            flat = v.flat_values.numpy()
+            if flat.ndim != 1:  # (uniform inner dimensions: the rows' nested lists, as pyarrow infers them)
+                return pa.array(v.to_list())
+            # Built from the values and the row splits: the values keep their dtype (to_list() made int32
+            # and uint8 rows int64, float32 ones float64).
+            values = _tf_strings(flat) if flat.dtype == object else pa.array(flat)
+            for splits in reversed(v.nested_row_splits):
+                values = pa.ListArray.from_arrays(pa.array(splits.numpy().astype(np.int32)), values)
+            return values
         arr = v.numpy() if hasattr(v, "numpy") else np.asarray(v)
-        if arr.dtype == object:
-            return pa.array([x.decode() if isinstance(x, bytes) else x for x in arr.tolist()])
+        if arr.dtype == object:  # tf.string: text where every value is UTF-8, else the bytes
+            values = _tf_strings(arr.reshape(-1))
+            for width in reversed(arr.shape[1:]):  # (n-d: nested lists of them, as before)
+                count = len(values) // width if width else 0
+                values = pa.ListArray.from_arrays(pa.array(np.arange(count + 1, dtype=np.int32) * width), values)
+            return values
         return arr
 
     def columns(elem: Any) -> dict[str, Any]:
@@ -534,6 +546,16 @@ def from_tf(dataset: Any, *, rows_per_block: int = 1024) -> Any:
             yield to_block(columns(batch))
 
     return from_blocks(blocks(), name="FromTF")
+
+
+def _tf_strings(values: np.ndarray) -> pa.Array:
+    """``tf.string`` values (bytes) as Arrow text where each one is UTF-8, else as binary: image bytes read
+    from TFRecords failed with a bare ``UnicodeDecodeError``."""
+    items = values.tolist()
+    try:
+        return pa.array([x.decode() if isinstance(x, bytes) else x for x in items], pa.string())
+    except UnicodeDecodeError:
+        return pa.array(items, pa.binary())
 
 
 class TFAdapter:

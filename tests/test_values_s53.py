@@ -87,3 +87,20 @@ def test_map_batches_returning_big_endian_or_complex_pandas_frames():
                                         r"store its parts as two columns"):
         bridge.range(3).map_batches(lambda df: pd.DataFrame({"c": np.ones(3, dtype=complex)}),
                                     batch_format="pandas").take_all()
+
+
+def test_from_tf_keeps_bytes_and_the_dtype_of_ragged_values():
+    """Image bytes (not UTF-8) failed with a bare UnicodeDecodeError; ragged int32 / float32 rows came as
+    int64 / float64 (read through to_list()); 2-d text came as lists of bytes where 1-d text was str."""
+    tf = pytest.importorskip("tensorflow")
+    images = bridge.from_tf(tf.data.Dataset.from_tensor_slices({"img": [b"\xff\xd8", b"\x00a"]}))
+    assert images.take_all() == [{"img": b"\xff\xd8"}, {"img": b"\x00a"}]
+    ragged = tf.ragged.constant([[[1.5], [2.5, 3.5]], [[4.5]]], dtype=tf.float32)
+    ds = bridge.from_tf(tf.data.Dataset.from_tensor_slices({"r": ragged, "i": tf.ragged.constant([[1, 2], [3]],
+                                                                                              dtype=tf.int32)}))
+    assert ds.schema().field("r").type == pa.list_(pa.list_(pa.float32()))
+    assert ds.schema().field("i").type == pa.list_(pa.int32())
+    assert ds.take_all() == [{"r": [[1.5], [2.5, 3.5]], "i": [1, 2]}, {"r": [[4.5]], "i": [3]}]
+    words = bridge.from_tf(tf.data.Dataset.from_tensor_slices({"s": [["a", "b"], ["c", "é"]]}))
+    assert words.schema().field("s").type == pa.list_(pa.string())
+    assert words.take_all() == [{"s": ["a", "b"]}, {"s": ["c", "é"]}]
