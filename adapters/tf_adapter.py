@@ -131,8 +131,14 @@ def _to_tf_value(tf: Any, block: pa.Table, name: str, spec: Any, fill_nulls: Any
 
     from .training_columns import training_column
 
-    if tensor.is_variable_tensor(block.schema.field(name).type):
+    t = block.schema.field(name).type
+    if tensor.is_variable_tensor(t):
         return _ragged_tensors(tf, block.column(name), name, spec, where)
+    if isinstance(spec, tf.RaggedTensorSpec) and tensor.is_fixed_tensor(t):
+        # A block of a variable-shape column whose rows happen to share one shape: ragged as the signature says.
+        dense = training_column(block, name, fill_nulls=fill_nulls, framework="tf").value
+        values = _fitted(np.asarray(dense), spec.dtype.as_numpy_dtype, name, where)
+        return tf.RaggedTensor.from_tensor(values, ragged_rank=spec.ragged_rank, row_splits_dtype=tf.int64)
 
     col = training_column(block, name, fill_nulls=fill_nulls, framework="tf")
     if col.kind == "ragged":

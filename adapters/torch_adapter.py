@@ -44,9 +44,9 @@ def from_torch(dataset: Any, *, rows_per_block: int = 1024) -> Any:
 
     def column(values: list[Any]) -> Any:
         first = values[0] if values else None
-        if isinstance(first, np.ndarray) and all(
-                isinstance(v, np.ndarray) and v.shape == first.shape and v.dtype == first.dtype for v in values):
-            return np.stack(values)
+        if isinstance(first, np.ndarray) and all(isinstance(v, np.ndarray) and v.shape == first.shape
+                                                 for v in values):
+            return np.stack(values)  # (0-d tensors: a column of numbers)
         if isinstance(first, np.generic) and all(type(v) is type(first) for v in values):
             return np.asarray(values)
         # Anything else as Python values, checked as from_items checks them: np.asarray made (True, 2) ints,
@@ -90,6 +90,12 @@ class TorchAdapter:
 
     def to_dataset(self, obj: Any, **options: Any) -> Any:
         torch = _torch()
+        rows = options.get("rows_per_block", 1024)
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            from bridge.errors import BridgeValueError
+
+            raise BridgeValueError(f"from_torch: rows_per_block must be a positive int, got {rows!r}",
+                                   "pass e.g. rows_per_block=1024 (rows per block), or leave it out")
         if isinstance(obj, torch.Tensor):
             from bridge import from_numpy
 

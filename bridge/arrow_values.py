@@ -179,19 +179,31 @@ def infer_array(items: list[Any]) -> pa.Array:
     """
     arr = pa.array(items)
     t = arr.type
-    if pa.types.is_date(t) and any(isinstance(v, datetime.datetime) for v in items):
+    if not (pa.types.is_date(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_timestamp(t) or pa.types.is_duration(t)):
+        return arr
+    kinds = set(map(type, items))  # (one fast pass; the scans below only where a kind calls for them)
+    if pa.types.is_date(t) and any(issubclass(k, datetime.datetime) for k in kinds):
         raise pa.ArrowInvalid("dates and datetimes in one column: a date column would drop the times")
-    if (pa.types.is_binary(t) or pa.types.is_large_binary(t)) and any(isinstance(v, str) for v in items):
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t)) and any(issubclass(k, str) for k in kinds):
         raise pa.ArrowInvalid("bytes and str in one column: a binary column would hold the text as bytes")
-    wide = _nanosecond_type(t, items)
-    return arr if wide is None else pa.array(items, wide)
+    wide = _nanosecond_type(t, items, kinds)
+    if wide is None:
+        return arr
+    try:
+        return pa.array(items, wide)
+    except (pa.ArrowInvalid, OverflowError):
+        raise pa.ArrowInvalid("a value holds nanoseconds and another lies outside the years 1677-2262, which "
+                              "nanoseconds reach: no one Arrow type holds both exactly") from None
 
 
-def _nanosecond_type(t: pa.DataType, values: Any) -> pa.DataType | None:
+def _nanosecond_type(t: pa.DataType, values: Any, kinds: set[type] | None = None) -> pa.DataType | None:
     """The nanosecond type of an inferred timestamp or duration type ``t`` of microseconds where one of the
     Python ``values`` (pandas ``Timestamp`` / ``Timedelta``) holds nanoseconds, else ``None``."""
     if not (pa.types.is_timestamp(t) or pa.types.is_duration(t)) or t.unit == "ns":
         return None
+    if kinds is not None and not any(k.__name__ in ("Timestamp", "Timedelta") for k in kinds):
+        return None  # (datetime and timedelta hold microseconds at most)
     if not any(getattr(v, "nanosecond", 0) or getattr(v, "nanoseconds", 0) for v in values if v is not None):
         return None
     return pa.timestamp("ns", t.tz) if pa.types.is_timestamp(t) else pa.duration("ns")

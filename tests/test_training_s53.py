@@ -141,6 +141,11 @@ def test_to_tf_of_variable_shape_tensors_gives_ragged_tensors_as_ray_data_does()
     assert got == [a.tolist() for a in arrays]
     batch = next(iter(ds.iter_tf_batches(batch_size=5, dtypes={"x": tf.float64})))["x"]
     assert batch.dtype == tf.float64 and batch.to_list() == [a.tolist() for a in arrays]
+    # A block whose rows happen to share one shape is a fixed-shape tensor block: ragged too, as the signature
+    # (from the Dataset's schema) says; tf.data stopped on the dense batch.
+    same = [np.ones((2, 2), "f4"), np.ones((1, 3), "f4"), np.full((2, 2), 2, "f4"), np.full((2, 2), 3, "f4")]
+    mixed = bridge.from_items([{"x": a} for a in same], override_num_blocks=2)
+    assert [row for x in mixed.to_tf("x", batch_size=2) for row in x.to_list()] == [a.tolist() for a in same]
     holes = bridge.from_items([{"x": arrays[0]}, {"x": None}])
     with pytest.raises(UnsupportedTypeError, match=r"column 'x' .* has 1 null"):
         holes.to_tf("x")

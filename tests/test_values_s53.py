@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import bridge
-from bridge.errors import BridgeTypeError
+from bridge.errors import BridgeTypeError, BridgeValueError
 
 
 def test_pandas_timestamps_and_timedeltas_keep_their_nanoseconds():
@@ -30,6 +30,10 @@ def test_pandas_timestamps_and_timedeltas_keep_their_nanoseconds():
     # Microseconds where no value holds nanoseconds: the range of years stays datetime's.
     wide = bridge.from_items([{"x": pd.Timestamp("2020-01-01T00:00:00.000001")}, {"x": datetime.datetime(1, 1, 1)}])
     assert wide.schema().field("x").type == pa.timestamp("us")
+    # Nanoseconds beside a year nanoseconds do not reach: refused, saying so (no type holds both exactly).
+    with pytest.raises(BridgeTypeError, match=r"a value holds nanoseconds and another lies outside the years"):
+        bridge.from_items([{"x": pd.Timestamp("2020-01-01T00:00:00.000000001")},
+                           {"x": datetime.datetime(3000, 1, 1)}]).take_all()
 
 
 @pytest.mark.parametrize("values, kinds", [
@@ -59,6 +63,11 @@ def test_from_torch_keeps_keys_and_kinds_and_takes_a_tensor():
     ds = bridge.from_torch(torch.arange(10).reshape(5, 2), rows_per_block=2)
     assert ds.num_blocks() == 3
     assert [r["data"].tolist() for r in ds.take_all()] == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]]
+    with pytest.raises(BridgeValueError, match=r"rows_per_block must be a positive int, got -1"):
+        bridge.from_torch(torch.arange(4), rows_per_block=-1)  # (read nothing, silently)
+    # 0-d tensors of two dtypes: a column of numbers, as before.
+    assert bridge.from_torch([(torch.tensor(1, dtype=torch.int32),), (torch.tensor(2),)]).schema().field(
+        "item_0").type == pa.int64()
     pairs = bridge.from_torch(torch.utils.data.TensorDataset(torch.arange(3.0), torch.arange(3)))
     assert pairs.take_all() == [{"item_0": float(i), "item_1": i} for i in range(3)]
 
