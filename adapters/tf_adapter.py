@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bridge.arrow_values import is_list_like
 from bridge.keywords import checked_keywords
 
 
@@ -80,8 +81,7 @@ def spec_for(tf: Any, name: str, t: pa.DataType, where: str = "to_tf") -> Any:
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
             or pa.types.is_fixed_size_binary(t):
         return tf.TensorSpec([None], tf.string, name=name)
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)) and \
-            _is_number(t.value_type):
+    if is_list_like(t) and _is_number(t.value_type):
         return tf.RaggedTensorSpec([None, None], tf.as_dtype(t.value_type.to_pandas_dtype()), ragged_rank=1,
                                    row_splits_dtype=tf.int64)
     msg = f"{where}: column {name!r} has type {t}, which has no tf.data equivalent"
@@ -187,7 +187,7 @@ def _null_counts(table: pa.Table) -> dict[str, Any]:
         if pa.types.is_dictionary(t) and any(c.dictionary.null_count for c in col.chunks):
             col = col.cast(t.value_type)
         inner = 0
-        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        if is_list_like(t):
             inner = sum(c.flatten().null_count for c in col.chunks)
         out[f"n{i}"] = np.array([col.null_count], dtype=np.int64)
         out[f"e{i}"] = np.array([inner], dtype=np.int64)
@@ -223,10 +223,9 @@ def check_no_nulls(ds: Any, names: list[str], schema: pa.Schema, fill_nulls: Any
     for name in names:
         t = schema.field(name).type
         fills = fill_nulls.get(name) if isinstance(fill_nulls, dict) else fill_nulls
-        is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
         # A fill value the column cannot hold raises where the column holds a null (as iter_tf_batches does).
         error = _fill_error(name, t, fill_nulls) if fills is not None and not tensor.is_tensor(t) else None
-        if fills is None or error is not None or tensor.is_tensor(t) or is_list:
+        if fills is None or error is not None or tensor.is_tensor(t) or is_list_like(t):
             read[name] = error
     if not read:
         return

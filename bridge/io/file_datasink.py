@@ -58,6 +58,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 
 from bridge import tensor
+from bridge.arrow_values import is_list_like
 from bridge.block import Block, concat_blocks, map_child_types
 from bridge.errors import BridgeError, BridgeValueError, UnsupportedTypeError
 from bridge.execution.transform import TaskContext
@@ -712,10 +713,9 @@ def _write_npy(table: Block, column: str, stream: Any) -> None:
         elif col.null_count:
             why = f"has {col.null_count} null row(s), which a dense .npy array cannot hold"
             hint = "fill them first (ds.map_batches with pc.fill_null), or use write_parquet, which keeps nulls"
-        elif pa.types.is_fixed_size_list(value_type) or pa.types.is_list(value_type) \
-                or pa.types.is_large_list(value_type):
+        elif is_list_like(value_type):
             inner, values = value_type, col
-            while pa.types.is_fixed_size_list(inner) or pa.types.is_list(inner) or pa.types.is_large_list(inner):
+            while is_list_like(inner):
                 values = pa.chunked_array([c.flatten() for c in values.chunks], inner.value_type)
                 inner = inner.value_type
             if values.null_count:
@@ -744,14 +744,11 @@ def _lists_to_numpy(col: pa.ChunkedArray) -> np.ndarray | None:
     rows' check of :func:`_write_npy` took such a column for rows of different shapes)."""
     from bridge.batch import column_to_numpy
 
-    def is_list(t: pa.DataType) -> bool:
-        return pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
-
-    if not is_list(col.type) or col.null_count:
+    if not is_list_like(col.type) or col.null_count:
         return None
     values = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     shape = []
-    while is_list(values.type):
+    while is_list_like(values.type):
         if values.null_count:
             return None
         if pa.types.is_fixed_size_list(values.type):
